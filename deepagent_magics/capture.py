@@ -1,0 +1,124 @@
+"""Capture what agent code prints, per thread.
+
+IPython's ``capture_output`` swaps ``sys.stdout`` for the whole process, which is
+right on the main thread and wrong when several agents run at once (an evaluation
+running examples in threads). Here ``sys.stdout``/``sys.stderr`` are wrapped once
+by a router that sends each write to the buffer of the capture active in the
+writing thread. A thread the agent's code started itself has no capture of its
+own; its writes go to the most recent capture, else to the real stream.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+_local = threading.local()
+_lock = threading.Lock()
+_active: list[io.StringIO] = []
+_installed = 0
+
+
+class _Router:
+    def __init__(self, stream, name: str):
+        self._stream = stream
+        self._name = name
+
+    def write(self, text: str) -> int:
+        buffer = _target()
+        if buffer is None:
+            return self._stream.write(text)
+        return buffer.write(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        if _target() is None:
+            self._stream.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _target() -> io.StringIO | None:
+    buffer = getattr(_local, "buffer", None)
+    if buffer is not None:
+        return buffer
+    with _lock:
+        return _active[-1] if _active else None
+
+
+def _install() -> None:
+    global _installed
+    with _lock:
+        if _installed == 0:
+            sys.stdout = _Router(sys.stdout, "stdout")
+            sys.stderr = _Router(sys.stderr, "stderr")
+        _installed += 1
+
+
+def _uninstall() -> None:
+    global _installed
+    with _lock:
+        _installed -= 1
+        if _installed == 0:
+            for name in ("stdout", "stderr"):
+                stream = getattr(sys, name)
+                if isinstance(stream, _Router):
+                    setattr(sys, name, stream._stream)
+
+
+@contextmanager
+def capture_streams() -> Iterator[io.StringIO]:
+    """Collect stdout and stderr written by this thread (and its unowned helpers) into one buffer."""
+    buffer = io.StringIO()
+    previous = getattr(_local, "buffer", None)
+    _install()
+    _local.buffer = buffer
+    with _lock:
+        _active.append(buffer)
+    try:
+        yield buffer
+    finally:
+        with _lock:
+            _active.remove(buffer)
+        _local.buffer = previous
+        _uninstall()
+
+
+@contextmanager
+def capture_displays(shell) -> Iterator[list[dict]]:
+    """Collect ``display()`` output (its MIME bundles) on the main thread of an IPython shell."""
+    outputs: list[dict] = []
+    if shell is None or threading.current_thread() is not threading.main_thread():
+        yield outputs
+        return
+
+    from IPython.core.displaypub import CapturingDisplayPublisher
+
+    saved = shell.display_pub
+    publisher = CapturingDisplayPublisher()
+    shell.display_pub = publisher
+    try:
+        yield outputs
+    finally:
+        shell.display_pub = saved
+        outputs.extend(output.data for output in publisher.outputs)
+
+
+def bundle_to_text(data: dict) -> str:
+    """The text an LM should see for one rich output."""
+    for mime in ("text/markdown", "text/plain"):
+        if mime in data:
+            text = data[mime]
+            return text if isinstance(text, str) else "".join(text)
+    kinds = ", ".join(sorted(data))
+    return f"[rich output: {kinds}]"
