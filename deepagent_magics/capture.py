@@ -111,7 +111,7 @@ def capture_displays(shell) -> Iterator[list[dict]]:
         yield outputs
     finally:
         shell.display_pub = saved
-        outputs.extend(output.data for output in publisher.outputs)
+        outputs.extend(o.get("data", {}) if isinstance(o, dict) else o.data for o in publisher.outputs)
 
 
 def bundle_to_text(data: dict) -> str:
