@@ -1,27 +1,29 @@
-# Each target sets itself up: a virtualenv in .venv with what it needs.
+# Each target sets itself up: a virtualenv in .venv with what it needs, then runs.
 PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
-STAMP   := $(VENV)/.installed
+PIP     := $(BIN)/python -m pip install -q --disable-pip-version-check
 
 .PHONY: demo test bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[test,browser,bench]'
+# One stamp per set of extras; each also installs the kernel spec the notebooks and sub-agents use.
+$(VENV)/.installed-%: pyproject.toml | $(BIN)/python
+	$(PIP) -e '.[$(subst +,$(comma),$*)]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
-	touch $(STAMP)
+	touch $@
 
-demo: $(STAMP)
+comma := ,
+
+demo: $(VENV)/.installed-test
 	$(BIN)/python -m deepagent_magics.demo notebooks/01_quickstart.ipynb
 
-test: $(STAMP)
+test: $(VENV)/.installed-test+browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval-lax notebooks tests
 
-bench: $(STAMP)
+bench: $(VENV)/.installed-test+bench
 	$(BIN)/python -m bench.run
 
 clean:
