@@ -18,14 +18,28 @@ in the task wins::
 
 Requests that are not agent steps (``llm_query``, other DSPy modules) are
 answered by ``replies``: a function of the prompt text, a dict of
-{fragment: reply}, or one string.
+{fragment: reply}, or one string. A reply that is itself a dict gives each
+output field its own value (``{"next_tool_name": "finish", ...}``).
+
+A script may also be a function of the whole request (a `ScriptedRequest`:
+the system prompt with the instructions, the current inputs, the few-shot demos)
+returning the next step, for a model whose behaviour depends on its prompt::
+
+    def policy(request):
+        if "Answer in French" in request.system:
+            return ("Ready", "SUBMIT(result='Bonjour')")
+        return ("Ready", "SUBMIT(result='Hello')")
+
+    ScriptedLM(policy)
 """
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 import dspy
@@ -38,7 +52,27 @@ ACTION_FIELDS = {"reasoning", "code"}
 _OUTPUT_FIELDS = re.compile(r"Your output fields are:\n(.*?)(?:\n\n|All interactions)", re.S)
 _FIELD_NAME = re.compile(r"^\d+\. `(\w+)`", re.M)
 _TASK = re.compile(r"\[\[ ## task ## \]\]\n(.*?)(?:\n\n\[\[ ## |\Z)", re.S)
+_TASK_VARIABLE = re.compile(r"Variable: `task`.*?Preview:\n\s*```\n(.*?)\n\s*```", re.S)
 EXHAUSTED = 'SUBMIT(result="[ScriptedLM: the script has no more steps]")'
+
+
+@dataclass
+class ScriptedRequest:
+    """One request as a scripted policy sees it."""
+
+    system: str  # the system prompt: field descriptions and the instructions
+    user: str  # the last user message: the current inputs
+    messages: list[tuple[str, str]] = field(default_factory=list)  # (role, text) after the system prompt
+
+    @property
+    def task(self) -> str:
+        match = _TASK.search(self.user) or _TASK_VARIABLE.search(self.user)
+        return match.group(1).strip() if match else self.user
+
+    @property
+    def demos(self) -> int:
+        """How many few-shot demos precede the current inputs."""
+        return sum(role == "assistant" for role, _ in self.messages)
 
 
 def _normalize(step: Step) -> dict[str, str]:
@@ -53,8 +87,10 @@ def _normalize(step: Step) -> dict[str, str]:
 class ScriptedEngine:
     """The engine behind `ScriptedLM`: reads each request, answers from the scripts."""
 
-    def __init__(self, scripts: Mapping[str, Iterable[Step]], replies: Any, latency: float = 0.0):
-        self.scripts = {key: [_normalize(step) for step in steps] for key, steps in scripts.items()}
+    def __init__(self, scripts: Mapping[str, Iterable[Step] | Callable[[ScriptedRequest], Step]],
+                 replies: Any, latency: float = 0.0):
+        self.scripts = {key: steps if callable(steps) else [_normalize(step) for step in steps]
+                        for key, steps in scripts.items()}
         self.cursors = {key: 0 for key in self.scripts}
         self.replies = replies
         self.latency = latency
@@ -68,10 +104,16 @@ class ScriptedEngine:
         user = "\n".join(_text(message.text) for message in request.messages if message.role == "user")
         fields = _FIELD_NAME.findall(_OUTPUT_FIELDS.search(system).group(1)) if _OUTPUT_FIELDS.search(system) else []
         if ACTION_FIELDS <= set(fields):
-            text = self._format(self._next_step(user))
+            messages = [(message.role, _text(message.text)) for message in request.messages]
+            last_user = next((text for role, text in reversed(messages) if role == "user"), "")
+            text = self._format(self._next_step(user, ScriptedRequest(system, last_user, messages)))
         elif fields:
             reply = self._reply(user)
-            text = self._format({name: reply if name != "reasoning" else "Scripted." for name in fields})
+            if isinstance(reply, Mapping):
+                values = {name: str(reply.get(name, "Scripted.")) for name in fields}
+            else:
+                values = {name: reply if name != "reasoning" else "Scripted." for name in fields}
+            text = self._format(values, as_json="Outputs will be a JSON object" in system)
         else:
             text = self._reply(user)
         with self._lock:
@@ -85,30 +127,35 @@ class ScriptedEngine:
                         total_tokens=(len(system) + len(user) + len(text)) // 4),
         )
 
-    def _next_step(self, user: str) -> dict[str, str]:
+    def _next_step(self, user: str, request: ScriptedRequest | None = None) -> dict[str, str]:
         match = _TASK.search(user)
         task = match.group(1) if match else user
         keys = [key for key in self.scripts if key in task]
         if not keys:
             return {"reasoning": "No script matches this task.", "code": EXHAUSTED}
         key = max(keys, key=len)
+        if callable(self.scripts[key]):
+            return _normalize(self.scripts[key](request or ScriptedRequest("", user)))
         with self._lock:
             position = self.cursors[key]
             self.cursors[key] = position + 1
         steps = self.scripts[key]
         return steps[position] if position < len(steps) else {"reasoning": "Out of steps.", "code": EXHAUSTED}
 
-    def _reply(self, prompt: str) -> str:
+    def _reply(self, prompt: str) -> Any:
         replies = self.replies
         if callable(replies):
-            return str(replies(prompt))
+            reply = replies(prompt)
+            return reply if isinstance(reply, Mapping) else str(reply)
         if isinstance(replies, Mapping):
             keys = [key for key in replies if key in prompt]
             return str(replies[max(keys, key=len)]) if keys else "(scripted reply)"
         return str(replies)
 
     @staticmethod
-    def _format(values: Mapping[str, str]) -> str:
+    def _format(values: Mapping[str, str], as_json: bool = False) -> str:
+        if as_json:  # JSONAdapter's requests (GEPA's instruction proposer uses it)
+            return json.dumps(dict(values))
         fields = {FieldInfoWithName(name=name, info=OutputField()): value for name, value in values.items()}
         return ChatAdapter().format_field_with_value(fields)
 
@@ -126,25 +173,30 @@ class ScriptedLM(dspy.LM):
 
     Args:
         steps: the steps of the one agent: ``(reasoning, code)`` pairs, dicts with
-            those keys, or code strings.
-        scripts: {task fragment: steps} for several agents.
+            those keys, or code strings; or a function of the `ScriptedRequest`
+            returning the next step.
+        scripts: {task fragment: steps (or such a function)} for several agents.
         replies: answers to non-step requests (``llm_query``, other modules).
         latency: seconds to sleep per call, to stand in for a model's latency.
     """
 
     def __init__(
         self,
-        steps: Iterable[Step] | None = None,
+        steps: Iterable[Step] | Callable[[ScriptedRequest], Step] | None = None,
         *,
-        scripts: Mapping[str, Iterable[Step]] | None = None,
-        replies: str | Mapping[str, str] | Callable[[str], str] = "(scripted reply)",
+        scripts: Mapping[str, Iterable[Step] | Callable[[ScriptedRequest], Step]] | None = None,
+        replies: str | Mapping[str, str] | Callable[[str], str | Mapping[str, str]] = "(scripted reply)",
         latency: float = 0.0,
         model: str = "scripted/demo",
     ):
         scripts = dict(scripts or {})
         if steps is not None:
-            scripts.setdefault("", list(steps))
+            scripts.setdefault("", steps if callable(steps) else list(steps))
         super().__init__(model, engine=ScriptedEngine(scripts, replies, latency), cache=False)
+
+    def __deepcopy__(self, memo: dict) -> "ScriptedLM":
+        """Copies share the script (optimisers deep-copy programs; the script and its log are one)."""
+        return self
 
     @property
     def script_engine(self) -> ScriptedEngine:
