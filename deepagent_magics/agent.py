@@ -9,6 +9,7 @@ re-implements it.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -19,6 +20,7 @@ from .lm import lm_label, resolve_lm
 from .namespace import summarize_namespace
 from .observer import RunObserver
 from .profiles import instructions_hash, load_profile
+from .records import RunRecorder, secret_values
 from .run import Listener, Run
 from .session import Session, activate, deactivate
 from .shell_interpreter import DEFAULT_TIMEOUT, EXECUTION_INSTRUCTIONS, ShellInterpreter
@@ -79,6 +81,8 @@ class DeepAgent(dspy.Module):
         instructions: instructions to use instead of the profile's.
     """
 
+    record_runs = True  # write each root run to <workspace>/.deepagent/runs/<id>.json (records.py)
+
     def __init__(
         self,
         *,
@@ -136,6 +140,15 @@ class DeepAgent(dspy.Module):
         """Everything in the action prompt's instructions, as the LM sees them."""
         return self.rlm.generate_action.signature.instructions
 
+    @property
+    def prompt_hash(self) -> str:
+        """A short hash of the action prompt's instructions (and its demos, when tuning added some)."""
+        text = self.prompt_instructions
+        demos = self.rlm.generate_action.demos
+        if demos:
+            text += json.dumps([dict(demo) for demo in demos], sort_keys=True, default=str)
+        return instructions_hash(text)
+
     def config(self) -> dict[str, Any]:
         """The run settings, for the run record (model names only: never keys)."""
         return {
@@ -160,6 +173,7 @@ class DeepAgent(dspy.Module):
         run: Run | None = None,
         listeners: Iterable[Listener] = (),
         shell: Any = None,
+        workspace: str | os.PathLike | None = None,
     ) -> Run:
         """Run the agent on ``task`` with ``namespace`` as its REPL; return the `Run`.
 
@@ -177,12 +191,16 @@ class DeepAgent(dspy.Module):
         for listener in listeners:
             run.subscribe(listener)
 
-        self.workspace.mkdir(parents=True, exist_ok=True)
-        session = Session(run, Workspace(self.workspace, on_write=run.record_file), agent=self)
+        root = Path(workspace) if workspace is not None else self.workspace  # evaluation: one per example
+        root.mkdir(parents=True, exist_ok=True)
+        run.config["workspace"] = str(root)
+        session = Session(run, Workspace(root, on_write=run.record_file), agent=self)
+        if run.parent is None and self.record_runs:  # a sub-agent's run is nested in its root's record
+            RunRecorder(run, run.config["workspace"], secrets=secret_values(lm, sub_lm))
         self.rlm.max_iters = self.max_iters
         self.rlm.max_llm_calls = self.max_llm_calls
         self.rlm.sub_lm = sub_lm
-        run.prompt_hash = instructions_hash(self.prompt_instructions)
+        run.prompt_hash = self.prompt_hash
         run.max_iters = self.max_iters
         tool_names = {tool.__name__ for tool in self.builtin_tools() + self.extra_tools}
         summary = summarize_namespace(namespace, exclude=tool_names | {"SUBMIT"})
