@@ -27,6 +27,10 @@ def load_ipython_extension(ipython) -> None:
     if magics not in ipython.configurables:
         ipython.configurables.append(magics)
 
+    from .prompt_magics import PromptMagics
+
+    ipython.register_magics(PromptMagics(ipython))
+
 
 def unload_ipython_extension(ipython) -> None:
     from .magics import DeepAgentMagics

@@ -14,9 +14,10 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import Markdown, display
-from traitlets import Bool, Float, Int, Unicode
+from traitlets import Bool, Enum, Float, Int, Unicode
 
 from .agent import DeepAgent
+from . import programs
 from .display import show_run
 from .lm import NoLMError, lm_label, make_lm, resolve_lm
 from .profiles import UnknownProfile, available_profiles
@@ -66,8 +67,9 @@ class DeepAgentMagics(Magics):
     profile = Unicode("default", help="Prompt profile (a file in deepagent_magics/prompts).").tag(config=True)
     timeout = Float(120.0, help="Seconds one code block may run before it is stopped.").tag(config=True)
     quiet = Bool(False, help="Show only the result, not the live progress.").tag(config=True)
+    display_mode = Enum(("auto", "widgets", "text"), "auto", help="Live display: widgets in a notebook, text in a terminal (auto), or forced.").tag(config=True)
 
-    SETTINGS = ("lm", "sub_lm", "workspace", "max_iters", "max_llm_calls", "profile", "timeout", "quiet")
+    SETTINGS = ("lm", "sub_lm", "workspace", "max_iters", "max_llm_calls", "profile", "timeout", "quiet", "display_mode")
 
     def __init__(self, shell=None, **kwargs: Any):
         super().__init__(shell=shell, **kwargs)
@@ -89,6 +91,7 @@ class DeepAgentMagics(Magics):
     @argument("--timeout", type=float, help="seconds one code block may run")
     @argument("--no-interpolate", dest="no_interpolate", action="store_true", help="keep {name} in the task as written")
     @argument("--quiet", action="store_true", help="show only the result")
+    @argument("--display", dest="display_mode", choices=["auto", "widgets", "text"], help="live display for this cell")
     @cell_magic
     def deepagent(self, line: str, cell: str) -> None:
         """Hand the cell's text to a deep agent whose REPL is this notebook."""
@@ -105,7 +108,7 @@ class DeepAgentMagics(Magics):
         run = Run(task, profile=agent.profile)
         self.runs.append(run)
         namespace["_deepagent_run"] = run
-        view = show_run(run, shell=self.shell, quiet=quiet)
+        view = show_run(run, shell=self.shell, quiet=quiet, mode=args.display_mode or self.display_mode)
         try:
             agent.run(task, namespace, run=run, shell=self.shell)
         except KeyboardInterrupt:
@@ -120,7 +123,8 @@ class DeepAgentMagics(Magics):
         if run.reverted:
             names = ", ".join(sorted(run.reverted))
             print(f"deepagent: restored your variables {names}; the agent's values are in _deepagent_run.reverted")
-        display(Markdown(str(run.result)))
+        if not getattr(view, "shows_result", False):  # the dashboard shows it in its Result panel
+            display(Markdown(str(run.result)))
 
     def build_agent(self, args: Any) -> DeepAgent:
         """A `DeepAgent` from the cell's flags over the configured defaults; a bad value is a UsageError."""
@@ -135,7 +139,7 @@ class DeepAgentMagics(Magics):
         try:
             lm = resolve_lm(settings["lm"], namespace=namespace)
             sub_lm = make_lm(settings["sub_lm"], namespace)
-            return DeepAgent(
+            agent = DeepAgent(
                 lm=lm,
                 sub_lm=sub_lm,
                 workspace=settings["workspace"],
@@ -144,6 +148,7 @@ class DeepAgentMagics(Magics):
                 profile=settings["profile"],
                 timeout=settings["timeout"],
             )
+            return programs.apply(agent)  # the profile's tuned program, if one is active
         except (NoLMError, UnknownProfile, ValueError, TypeError) as exc:
             raise UsageError(str(exc).strip().splitlines()[0]) from None
 
@@ -157,6 +162,7 @@ class DeepAgentMagics(Magics):
     @argument("--profile")
     @argument("--timeout", type=float)
     @argument("--quiet", choices=["on", "off"])
+    @argument("--display", dest="display_mode", choices=["auto", "widgets", "text"])
     @argument("--reset", action="store_true", help="restore every default")
     @line_magic
     def deepagent_config(self, line: str) -> None:
