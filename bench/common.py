@@ -128,6 +128,10 @@ def machine() -> dict[str, Any]:
 # for the component that called them).
 COMPONENTS = [
     ("scripted model (stand-in for the LM)", r"deepagent_magics/testing\.py|bench/langchain_peer\.py.*_generate|fake_chat_models"),
+    ("pygments: code highlighting", r"pygments/"),
+    ("ipywidgets/traitlets: widget creation and state sync", r"ipywidgets/|traitlets/"),
+    ("kernel messaging: serialise and send (ipykernel, jupyter_client, zmq)", r"ipykernel/|jupyter_client/|zmq/|/comm/"),
+    ("deepagent_magics workspace (file tree, writes)", r"deepagent_magics/workspace\.py"),
     ("deepagent_magics harness", r"deepagent_magics/"),
     ("DSPy adapter: prompt formatting and parsing", r"dspy/adapters/"),
     ("DSPy LM client and callbacks", r"dspy/clients/|dspy/utils/callback|dspy/lm15"),
