@@ -146,3 +146,20 @@ def test_loading_a_file_that_is_not_a_program_is_a_usage_error(ip, tmp_path):
     with pytest.raises(UsageError, match="not a saved deep agent program"):
         ip.run_line_magic("deepagent_prompt", f"--load {path}")
     assert programs.tuned("default") is None
+
+
+@pytest.mark.parametrize("profile, opening", [
+    ("researcher", "You are a research agent"),
+    ("coder", "You are a coding agent"),
+])
+def test_the_researcher_and_coder_profiles_reach_the_lm_with_their_depth_sections(ip, profile, opening):
+    lm = ip.user_ns["lm"] = ScriptedLM(submit_ok)
+    result = ip.run_cell(f"%%deepagent --lm lm --profile {profile}\nSay ok.")
+    assert result.error_in_exec is None
+    system = lm.requests[-1]["system"]
+    assert opening in system and "## You are the root agent" in system and "## You are a sub-agent" not in system
+    assert ip.user_ns["_deepagent_run"].profile == profile
+    sections = {depth: DeepAgent(profile=profile, depth=depth).instructions for depth in (0, 1, 2)}
+    assert "## You are a sub-agent\n" in sections[1] + "\n" and "at the deepest level" in sections[2]
+    for text in sections.values():
+        assert "## Workflow" in text and "## Tools" in text and "<!--" not in text
