@@ -20,7 +20,7 @@ comma := ,
 demo: $(VENV)/.installed-test
 	$(BIN)/python -m deepagent_magics.demo notebooks/01_quickstart.ipynb
 
-test: $(VENV)/.installed-test+browser
+test: $(VENV)/.installed-test+browser+optimize
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval-lax notebooks tests
 
 bench: $(VENV)/.installed-test+bench

@@ -4,6 +4,7 @@ whose answers depend on the prompt they receive (so a better prompt measurably s
 from __future__ import annotations
 
 import re
+import sys
 
 import dspy
 import pytest
@@ -149,12 +150,23 @@ def test_optimising_without_an_lm_is_a_usage_error(ip):
         ip.run_line_magic("deepagent_optimize", "--trainset train --metric plain")
 
 
-def test_mipro_without_optuna_says_what_to_install(ip):
-    try:
-        import optuna  # noqa: F401
-        pytest.skip("optuna is installed")
-    except ImportError:
-        pass
+def test_mipro_searches_demos_and_instructions_and_raises_the_score(ip, capsys):
+    pytest.importorskip("optuna")
+    setup(ip, demo_policy)
+    ip.user_ns["lm"].script_engine.replies = lambda prompt: {
+        "proposed_instruction": "Shout the word you are given.", "program_description": "A deep agent.",
+        "module_description": "Proposes the next code step.", "observations": "Words.", "summary": "Words.",
+        "reasoning": "Scripted."}
+    ip.user_ns["train"] = TRAIN + [{"task": f"Shout the word {w} (easy)", "answer": w.upper()} for w in ("cow", "pig")]
+    outcome = ip.run_line_magic("deepagent_optimize", "--trainset train --valset val --metric plain "
+                                                      "--optimizer mipro --auto light --lm lm --threads 2")
+    assert "mipro: validation score 0.00 -> 1.00" in capsys.readouterr().out
+    assert outcome.agent.rlm.generate_action.demos
+    assert run_cell(ip).result == "MOON"
+
+
+def test_mipro_without_optuna_says_what_to_install(ip, monkeypatch):
+    monkeypatch.setitem(sys.modules, "optuna", None)  # `import optuna` now raises ImportError
     setup(ip, demo_policy)
     with pytest.raises(UsageError, match="MIPROv2 needs optuna"):
         ip.run_line_magic("deepagent_optimize", "--trainset train --metric plain --optimizer mipro --lm lm")
