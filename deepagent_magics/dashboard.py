@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import ipywidgets as W
-from IPython.display import HTML, Markdown
 
 from .records import tree_usage
 from .run import (
@@ -353,13 +352,13 @@ class Dashboard:
 
     def show_result(self) -> None:
         run = self.run
-        self.result.clear_output()
         if run.status == "finished":
-            self.result.append_display_data(Markdown(str(run.result)))
+            data = {"text/markdown": str(run.result), "text/plain": str(run.result)}
         else:
             text = {"interrupted": "Interrupted: the trajectory so far is kept.",
                     "failed": f"The agent failed: {run.error}"}.get(run.status, run.status)
-            self.result.append_display_data(HTML(f'<div class="dag-error">{esc(text)}</div>'))
+            data = {"text/html": f'<div class="dag-error">{esc(text)}</div>', "text/plain": text}
+        self.result.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
         self.result_box.layout.display = None
 
     def close(self) -> None:

@@ -1,0 +1,204 @@
+"""The live display: the widget dashboard's models after a run, sub-agent nesting, append-only updates,
+the text rendering without widgets, and the choice between them."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import threading
+from types import SimpleNamespace
+
+import comm
+import ipywidgets
+import pytest
+from ipywidgets.widgets.widget import _instances
+
+from deepagent_magics import display
+from deepagent_magics.dashboard import DASHBOARD_CLASS, PAGE_SIZE
+from deepagent_magics.run import Run
+from deepagent_magics.testing import ScriptedLM
+
+SCRIPT = [
+    ("Plan the report.",
+     "write_todos([{'content': 'total the sales', 'status': 'in_progress'},"
+     " {'content': 'write the report', 'status': 'pending'}])\nprint(len(sales))"),
+    ("Total and write.",
+     "total = sum(sales)\nwrite_file('reports/report.md', f'# Report\\nTotal: {total}\\n')"),
+    ("Done.",
+     "write_todos([{'content': 'total the sales', 'status': 'completed'},"
+     " {'content': 'write the report', 'status': 'completed'}])\nSUBMIT(result=f'Total: {total}')"),
+]
+
+
+def descendants(widget):
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from descendants(child)
+
+
+def text_of(widget) -> str:
+    """What a reader sees in the widget's HTML and titles (tags stripped)."""
+    parts = []
+    for each in descendants(widget):
+        parts += [getattr(each, "value", "") or ""] if isinstance(each, ipywidgets.HTML) else []
+        parts += list(getattr(each, "titles", ()))
+    return html.unescape(re.sub(r"<style>.*?</style>|<[^>]+>", "", "\n".join(parts), flags=re.S))
+
+
+def newest_dashboard():
+    boards = [w for w in list(_instances.values()) if DASHBOARD_CLASS in getattr(w, "_dom_classes", ())]
+    return boards[-1]
+
+
+def step_entries(trajectory_box) -> list[ipywidgets.Accordion]:
+    run_view = trajectory_box.children[1]  # [title, the root run's view]
+    orphans, pages = run_view.children
+    return [entry for page in pages.children for entry in page.children]
+
+
+def test_after_a_scripted_run_the_widgets_hold_the_todos_the_tree_the_steps_and_the_result(ip, workspace):
+    (workspace / "notes.txt").write_text("there before the run")
+    ip.run_line_magic("deepagent_config", "--quiet off")
+    ip.user_ns.update(sales=[10, 32], lm=ScriptedLM(SCRIPT))
+    result = ip.run_cell("%%deepagent --lm lm --display widgets\nTotal the sales and write a report")
+    assert result.error_in_exec is None
+
+    status, panels, trajectory, result_box = newest_dashboard().children
+    todos_box, workspace_box = panels.children
+    assert "finished" in status.value and "iteration 3/20" in status.value and "3 LM calls" in status.value
+    todos = text_of(todos_box)
+    assert "total the sales" in todos and "write the report" in todos and "2/2 completed" in todos
+    tree = text_of(workspace_box)
+    assert "reports/" in tree and "report.md" in tree and "● written" in tree and "notes.txt" in tree
+    assert tree.count("● written") == 1  # notes.txt was there before the run
+    dropdown = next(w for w in descendants(workspace_box) if isinstance(w, ipywidgets.Dropdown))
+    assert dropdown.value == "reports/report.md" and "Total: 42" in text_of(workspace_box)
+
+    steps = step_entries(trajectory)
+    assert len(steps) == 3
+    assert [entry.titles[0] for entry in steps] == ["✓ Step 1 · Plan the report.", "✓ Step 2 · Total and write.",
+                                                  "✓ Step 3 · Done."]
+    assert "total = sum(sales)" in text_of(steps[1])  # the highlighted code
+    assert steps[2].selected_index == 0 and steps[0].selected_index is None  # newest open
+    output_widget = result_box.children[1]
+    assert result_box.layout.display is None
+    assert output_widget.outputs[0]["data"]["text/markdown"] == "Total: 42"
+
+
+def drive_nested_run(run: Run) -> None:
+    """A parent whose step 1 spawns a sub-agent (from a worker thread) that spawns its own."""
+    run.start()
+    run.begin_step("Delegate the counting.", "delegate('count')")
+
+    def child_work():
+        child = run.add_child("count the words")
+        child.start()
+        child.set_todos([{"content": "count", "status": "in_progress"}])
+        child.begin_step("Delegate deeper.", "delegate('split')")
+        grandchild = child.add_child("split the text")
+        grandchild.start()
+        grandchild.begin_step("Split.", "parts = text.split()")
+        grandchild.end_step("")
+        grandchild.finish("finished", result="split")
+        child.child_finished(grandchild)
+        child.end_step("split")
+        child.finish("finished", result="12 words")
+        run.child_finished(child)
+
+    worker = threading.Thread(target=child_work)
+    worker.start()
+    worker.join()
+    run.end_step("12 words")
+    run.begin_step("Report.", "SUBMIT(result='12')")
+    run.end_step("SUBMIT({'result': '12'})")
+    run.finish("finished", result="12")
+
+
+def test_sub_agents_nest_under_the_step_that_spawned_them_level_by_level(workspace):
+    run = Run("parent task", config={"workspace": str(workspace)})
+    dashboard = display.show_run(run, mode="widgets")
+    drive_nested_run(run)
+
+    steps = step_entries(dashboard.widget.children[2])
+    assert len(steps) == 2
+    first_subagents = steps[0].children[0].children[1]  # the step's [body, sub-agents]
+    assert len(first_subagents.children) == 1 and len(steps[1].children[0].children[1].children) == 0
+    child_entry = first_subagents.children[0]
+    assert isinstance(child_entry, ipywidgets.Accordion) and child_entry.selected_index is None  # collapsed
+    assert "count the words" in child_entry.titles[0] and "finished" in child_entry.titles[0]
+    assert "◐ count" in text_of(child_entry)  # the sub-agent's own todos
+    status, todos, orphans, pages = child_entry.children[0].children
+    child_steps = [entry for page in pages.children for entry in page.children]
+    assert [entry.titles[0] for entry in child_steps] == ["✓ Step 1 · Delegate deeper."]
+    grandchild_entry = child_steps[0].children[0].children[1].children[0]
+    assert "split the text" in grandchild_entry.titles[0]
+    assert "parts = text.split()" in text_of(grandchild_entry)
+
+
+class Wire:
+    """Counts the bytes widgets send (comm opens and state updates)."""
+
+    def __init__(self, monkeypatch):
+        self.sent = 0
+        original = comm.create_comm
+
+        def create_comm(**kwargs):
+            self.sent += len(json.dumps(kwargs.get("data") or {}))
+            return original(**kwargs)
+
+        def send(widget, msg, buffers=None):
+            self.sent += len(json.dumps(msg))
+
+        monkeypatch.setattr(comm, "create_comm", create_comm)
+        monkeypatch.setattr(ipywidgets.Widget, "_send", send)
+
+
+def test_a_late_step_costs_what_an_early_step_does(workspace, monkeypatch):
+    wire = Wire(monkeypatch)
+    run = Run("long run", config={"workspace": str(workspace), "max_iters": 999})
+    display.show_run(run, mode="widgets")
+    run.start()
+    cost = {}
+    for index in range(1, 5 * PAGE_SIZE + 7):
+        before = wire.sent
+        run.begin_step(f"Step {index} reasoning.", f"value_{index} = {index}")
+        run.end_step(str(index))
+        cost[index] = wire.sent - before
+    run.finish("finished", result="done")
+    early, late = cost[6], cost[4 * PAGE_SIZE + 6]  # both the 6th entry of their page
+    assert abs(late - early) < 64, (early, late)
+    assert max(cost.values()) < 2 * early + PAGE_SIZE * 64
+
+
+def test_without_widgets_the_text_rendering_shows_each_step_then_a_summary(ip, workspace, capsys):
+    ip.run_line_magic("deepagent_config", "--quiet off")
+    ip.user_ns.update(sales=[10, 32], lm=ScriptedLM(SCRIPT))
+    ip.run_cell("%%deepagent --lm lm\nTotal the sales and write a report")
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if "] step " in line]
+    assert [line.split("] ")[1][:14] for line in lines] == ["step 1/20 ✓ Pl", "step 2/20 ✓ To", "step 3/20 ✓ Do"]
+    assert "finished: 3 steps, 3 LM calls" in out and "todos 2/2 completed" in out and "wrote reports/report.md" in out
+    assert "Total: 42" in out  # a terminal gets the result as text
+    assert "VBox" not in out
+
+
+def test_the_text_rendering_indents_sub_agents(workspace, capsys):
+    run = Run("parent task", config={"workspace": str(workspace)})
+    view = display.show_run(run, mode="text")
+    drive_nested_run(run)
+    view.close()
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("  ↳ sub-agent") and "count the words" in out[0]
+    assert any(line.startswith("    ↳ sub-agent") and "split the text" in line for line in out)
+    assert any(line.startswith("    [") and "Split." in line for line in out)
+    assert out[-3].startswith("finished: 2 steps (+2 sub-agents)") and out[-1] == "12"  # then the result
+
+
+def test_widgets_need_a_kernel_with_a_comm_manager(ip):
+    assert display.choose_mode(ip) == "text"
+    assert display.choose_mode(SimpleNamespace(kernel=SimpleNamespace(comm_manager=object()))) == "widgets"
+    assert display.choose_mode(ip, "widgets") == "widgets"
+    assert display.choose_mode(SimpleNamespace(kernel=SimpleNamespace(comm_manager=object())), "text") == "text"
+    with pytest.raises(ValueError):
+        display.choose_mode(ip, "fancy")
