@@ -309,7 +309,7 @@ def _quiet_dspy(quiet: bool) -> Iterator[None]:
     logger = logging.getLogger("dspy")
     level = logger.level
     if quiet:
-        logger.setLevel(logging.WARNING)
+        logger.setLevel(logging.ERROR)
     try:
         yield
     finally:
