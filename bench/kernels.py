@@ -2,12 +2,22 @@
 
 Benchmarks that need kernels ask `available()` first: None when they can run,
 else the reason, which the report prints as "not available in this run".
+
+A pool refills in the background as kernels are taken, and starting a kernel
+costs about a CPU-second: on two cores that would land in whatever is being
+timed next. So the benchmarks fill a pool, then `pause` it (no refill) while
+they measure, and wait for it to be full again between measurements.
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import Any
+
+from . import peers
+from .trajectory import Action
+
+_pool: Any = None
 
 
 def available() -> str | None:
@@ -19,5 +29,77 @@ def available() -> str | None:
     return None
 
 
+def pool(size: int = 2):
+    """The benchmarks' own pool, full and paused (refill with `refill`)."""
+    global _pool
+    from deepagent_magics.kernel_pool import KernelPool
+
+    if _pool is None or _pool.closed:
+        _pool = KernelPool(size=size)
+    refill(size)
+    return _pool
+
+
+def refill(size: int | None = None, timeout: float = 120.0) -> None:
+    """Fill the pool to ``size`` kernels, wait until they are ready, then stop it refilling."""
+    assert _pool is not None
+    size = size or max(_pool.size, _pool.ready, 1)
+    _pool.size = size
+    if not _pool.wait_ready(size, timeout=timeout):
+        raise RuntimeError(f"the kernel pool did not fill ({_pool.last_error})")
+    pause()
+
+
+def pause() -> None:
+    """Keep the ready kernels but start no more (the filler waits while ready + starting >= size)."""
+    if _pool is not None:
+        with _pool._cond:
+            _pool.size = 0
+
+
 def close() -> None:
     """Shut down every kernel the benchmarks started."""
+    global _pool
+    if _pool is not None:
+        _pool.stop()
+        _pool = None
+
+
+def factory():
+    from deepagent_magics.kernel_interpreter import KernelInterpreterFactory
+
+    return KernelInterpreterFactory(None, pool())
+
+
+def rlm_kernel(script: list[Action]) -> "peers.Play":
+    """dspy.RLM on a KernelInterpreter with a kernel from the (full, paused) pool."""
+    made = factory()
+    try:
+        return peers.plain_rlm("rlm_kernel", script, made)
+    finally:
+        refill()
+
+
+def bare_interpreter(workspace: str):
+    from deepagent_magics.kernel_interpreter import KernelInterpreter
+
+    pool(1)
+    return _Refilling(KernelInterpreter(pool=_pool, tools={"write_file": peers._plain_write_file(workspace)},
+                                        output_fields=[{"name": "result"}]))
+
+
+class _Refilling:
+    """A KernelInterpreter whose shutdown waits for the pool to be full again (outside the timed part)."""
+
+    def __init__(self, interpreter: Any):
+        self.interpreter = interpreter
+
+    def start(self) -> None:
+        self.interpreter.start()
+
+    def execute(self, code: str, variables: dict | None = None) -> Any:
+        return self.interpreter.execute(code, variables)
+
+    def shutdown(self) -> None:
+        self.interpreter.shutdown()
+        refill(1)
