@@ -163,3 +163,16 @@ def test_the_researcher_and_coder_profiles_reach_the_lm_with_their_depth_section
     assert "## You are a sub-agent\n" in sections[1] + "\n" and "at the deepest level" in sections[2]
     for text in sections.values():
         assert "## Workflow" in text and "## Tools" in text and "<!--" not in text
+
+
+@pytest.mark.parametrize("profile", available_profiles())
+def test_every_profile_can_be_shown_edited_and_reset(ip, capsys, profile):
+    ip.run_line_magic("deepagent_prompt", f"--profile {profile}")
+    shown = capsys.readouterr().out
+    assert f"Profile {profile!r}: packaged" in shown
+    assert DeepAgent(profile=profile).instructions.splitlines()[0] in shown
+    ip.run_cell_magic("deepagent_prompt", f"--profile {profile}", f"MARKER-{profile}: be brief.")
+    for depth in (0, 1, 2):  # sub-agents of the profile (delegates, reviewers) are built from its text
+        assert DeepAgent(profile=profile, depth=depth).instructions == f"MARKER-{profile}: be brief."
+    ip.run_line_magic("deepagent_prompt", f"--profile {profile} --reset")
+    assert "MARKER" not in DeepAgent(profile=profile).instructions
