@@ -1,0 +1,512 @@
+"""Fresh Jupyter kernels for sub-agents, started ahead of need.
+
+A sub-agent's REPL is a kernel of its own (a separate process), used by exactly
+one sub-agent and killed after it. Starting a kernel takes about a second, so a
+`KernelPool` keeps a few started, connected and prepared (the kernel-side
+runtime installed), and refills in the background as they are taken::
+
+    pool = KernelPool(size=2).warm()
+    kernel = pool.take()        # a ready Kernel; cold-started if none is ready
+    ...
+    pool.release(kernel)        # kills it
+    pool.stop()                 # kills every kernel the pool started
+
+By default a kernel runs the host's own Python (``sys.executable -m
+ipykernel_launcher``), so it has the same packages; ``kernel_name`` picks an
+installed kernel spec instead.
+
+No kernel may outlive the process that started it: each kernel is its own
+process group, and at exit every live one is killed with ``killpg``; if the
+host dies without running atexit (SIGKILL), ipykernel's parent poller ends the
+kernel within a second or so.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from collections import deque
+from typing import Any
+
+from jupyter_client import KernelManager
+from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+
+from . import kernel_side
+
+log = logging.getLogger(__name__)
+
+HOST_KERNEL = "deepagent-host-python"
+DEFAULT_SIZE = 2
+STARTUP_TIMEOUT = 60.0
+
+_INSTALL = (
+    "def _deepagent_install(source):\n"
+    "    import sys, types\n"
+    "    module = types.ModuleType('_deepagent_kernel_side')\n"
+    "    exec(compile(source, {filename!r}, 'exec'), module.__dict__)\n"
+    "    sys.modules[module.__name__] = module\n"
+    "    module.install()\n"
+    "_deepagent_install({source!r})\n"
+    "del _deepagent_install\n"
+)
+
+
+class KernelStartError(RuntimeError):
+    """A kernel could not be started (a missing kernel spec, a kernel that died at start-up)."""
+
+
+class _HostSpecs(KernelSpecManager):
+    """Kernel specs in which `HOST_KERNEL` is the host's own interpreter."""
+
+    def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
+        if kernel_name == HOST_KERNEL:
+            return KernelSpec(
+                argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                display_name="Python (deepagent host)",
+                language="python",
+                env={},
+                metadata={},
+            )
+        return super().get_kernel_spec(kernel_name)
+
+
+# Every kernel process started here and not yet closed: what the exit handler kills.
+_live: set["Kernel"] = set()
+_live_lock = threading.Lock()
+_exiting = False
+
+
+class Kernel:
+    """One started kernel: its manager, a connected client, and the process group to kill.
+
+    ``kill()`` only signals the process and may be called from any thread;
+    ``close()`` also releases the sockets and files and belongs to the thread
+    using the client (zmq sockets are not thread-safe).
+    """
+
+    def __init__(self, kernel_name: str | None = None):
+        self.kernel_name = kernel_name or HOST_KERNEL
+        self.dir = tempfile.mkdtemp(prefix="deepagent-kernel-")
+        self.manager = KernelManager(
+            kernel_spec_manager=_HostSpecs(),
+            kernel_name=self.kernel_name,
+            transport="ipc",  # unix sockets in a private directory: no open TCP ports
+            ip=os.path.join(self.dir, "ipc"),
+            connection_file=os.path.join(self.dir, "kernel.json"),
+        )
+        self.client: Any = None
+        self.pid: int | None = None
+        self.pgid: int | None = None
+        self.killed = False
+        self.closed = False
+        self.started_at: float | None = None
+        self.log_path = os.path.join(self.dir, "kernel.log")
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self, cwd: str | None = None, timeout: float = STARTUP_TIMEOUT) -> "Kernel":
+        """Launch the kernel, connect a client and install the kernel-side runtime."""
+        try:
+            with open(self.log_path, "wb") as output:  # the kernel's own logs, not the notebook's
+                self.manager.start_kernel(cwd=cwd or os.getcwd(), stdout=output, stderr=output)
+        except Exception as exc:
+            self.close()
+            raise KernelStartError(f"could not start kernel {self.kernel_name!r}: {exc}") from exc
+        provisioner = self.manager.provisioner
+        self.pid, self.pgid = getattr(provisioner, "pid", None), getattr(provisioner, "pgid", None)
+        self.started_at = time.time()
+        _register(self)
+        try:
+            self.client = self.manager.client()
+            self.client.start_channels(hb=False)
+            self.client.wait_for_ready(timeout=timeout)
+            self.run_setup(_INSTALL.format(source=_source(), filename=kernel_side.RUNTIME_FILENAME), timeout)
+        except Exception as exc:
+            detail = self.log_tail()
+            self.close()
+            raise KernelStartError(
+                f"kernel {self.kernel_name!r} did not start: {exc}" + (f"\n{detail}" if detail else "")
+            ) from exc
+        return self
+
+    def run_setup(self, code: str, timeout: float = STARTUP_TIMEOUT) -> None:
+        """Execute set-up code quietly and wait until it has run; raise on an error."""
+        msg_id = self.client.execute(code, silent=True, store_history=False)
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.alive():
+                raise KernelStartError("the kernel stopped answering during set-up")
+            try:
+                msg = self.client.iopub_channel.get_msg(timeout=min(left, 0.5))
+            except Exception:  # queue.Empty
+                continue
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "error":
+                content = msg["content"]
+                raise KernelStartError(f"set-up failed: {content.get('ename')}: {content.get('evalue')}")
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                self._drain(self.client.shell_channel)
+                return
+
+    @staticmethod
+    def _drain(channel: Any) -> None:
+        while channel.msg_ready():
+            channel.get_msg(timeout=0)
+
+    def alive(self) -> bool:
+        process = getattr(self.manager.provisioner, "process", None)
+        return not self.killed and process is not None and process.poll() is None
+
+    def exit_code(self) -> int | None:
+        process = getattr(self.manager.provisioner, "process", None)
+        return process.poll() if process is not None else None
+
+    def interrupt(self) -> None:
+        """Interrupt the code running in the kernel (SIGINT to its process group)."""
+        if self.alive():
+            try:
+                self.manager.interrupt_kernel()
+            except Exception:
+                log.debug("interrupting kernel %s failed", self.pid, exc_info=True)
+
+    def kill(self) -> None:
+        """Kill the kernel's process group now; safe from any thread."""
+        with self._lock:
+            if self.killed:
+                return
+            self.killed = True
+        _killpg(self.pgid, self.pid)
+        process = getattr(self.manager.provisioner, "process", None)
+        if process is not None:
+            try:
+                process.wait(timeout=5)
+            except Exception:
+                log.warning("kernel %s did not exit after SIGKILL", self.pid)
+
+    def close(self) -> None:
+        """Kill the kernel and release its sockets and files (from the thread using the client)."""
+        if self.closed:
+            return
+        self.closed = True
+        self.kill()
+        try:
+            if self.client is not None:
+                self.client.stop_channels()
+            if self.manager.provisioner is not None:
+                self.manager.cleanup_resources()
+        except Exception:
+            log.debug("cleaning up kernel %s failed", self.pid, exc_info=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        with _live_lock:
+            _live.discard(self)
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            with open(self.log_path, encoding="utf-8", errors="replace") as handle:
+                text = handle.read()[-4000:]
+        except OSError:
+            return ""
+        return "\n".join(text.strip().splitlines()[-lines:])
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else ("killed" if self.killed else ("alive" if self.alive() else "dead"))
+        return f"<Kernel {self.kernel_name} pid={self.pid} {state}>"
+
+
+def start_kernel(kernel_name: str | None = None, cwd: str | None = None,
+                 timeout: float = STARTUP_TIMEOUT) -> Kernel:
+    """A started, connected, prepared kernel (what the pool hands out)."""
+    return Kernel(kernel_name).start(cwd=cwd, timeout=timeout)
+
+
+class KernelPool:
+    """Kernels started ahead of need; each is taken by one sub-agent and killed after it.
+
+    Args:
+        size: how many ready kernels to keep (0: start each on demand).
+        kernel_name: an installed kernel spec; default the host's own Python.
+        cwd: the directory kernels start in (the runtime moves each to its workspace).
+    """
+
+    def __init__(self, size: int = DEFAULT_SIZE, kernel_name: str | None = None, cwd: str | None = None,
+                 startup_timeout: float = STARTUP_TIMEOUT):
+        if size < 0:
+            raise ValueError(f"pool size must be >= 0, got {size}")
+        self.size = size
+        self.kernel_name = kernel_name
+        self.cwd = cwd
+        self.startup_timeout = startup_timeout
+        self.closed = False
+        self.last_error: str | None = None
+        self.started = 0  # kernels this pool has started, for stats
+        self._ready: deque[Kernel] = deque()
+        self._in_use: set[Kernel] = set()
+        self._starting: set[Kernel] = set()  # cold starts in take()
+        self._warming: set[Kernel] = set()  # started by the filler
+        self._claims = 0  # takers waiting for a warming kernel
+        self._cond = threading.Condition()
+        self._filler: threading.Thread | None = None
+        _pools.add(self)
+
+    # ------------------------------------------------------------ using
+    def warm(self) -> "KernelPool":
+        """Start filling the pool in the background (returns at once)."""
+        with self._cond:
+            if self.closed or self.size == 0:
+                return self
+            if self._filler is None or not self._filler.is_alive():
+                self._filler = threading.Thread(target=self._fill, name="deepagent-kernel-pool", daemon=True)
+                self._filler.start()
+            self._cond.notify_all()
+        return self
+
+    def take(self) -> Kernel:
+        """A ready kernel, or a cold-started one when none is ready; the pool then refills."""
+        with self._cond:
+            if self.closed:
+                raise KernelStartError("the kernel pool is stopped")
+            if not self._ready and len(self._warming) > self._claims:
+                # A kernel the filler is starting will be ready sooner than a cold start here.
+                self._claims += 1
+                try:
+                    while not self._ready and not self.closed and self._warming:
+                        self._cond.wait(0.5)
+                finally:
+                    self._claims -= 1
+            kernel = self._ready.popleft() if self._ready else None
+            if kernel is not None:
+                self._in_use.add(kernel)
+        self.warm()
+        if kernel is not None:
+            if kernel.alive():
+                return kernel
+            self.release(kernel)  # died while waiting: start another
+        kernel = Kernel(self.kernel_name)
+        with self._cond:
+            self._starting.add(kernel)
+        try:
+            kernel.start(self.cwd, self.startup_timeout)
+        finally:
+            with self._cond:
+                self._starting.discard(kernel)
+                if not kernel.closed:
+                    self.started += 1
+                    self._in_use.add(kernel)
+                stopped = self.closed
+        if stopped:
+            kernel.close()
+            raise KernelStartError("the kernel pool is stopped")
+        return kernel
+
+    def release(self, kernel: Kernel) -> None:
+        """Kill a kernel taken from the pool (it is used once)."""
+        kernel.close()
+        with self._cond:
+            self._in_use.discard(kernel)
+
+    def resize(self, size: int) -> None:
+        if size < 0:
+            raise ValueError(f"pool size must be >= 0, got {size}")
+        with self._cond:
+            self.size = size
+            extra = [self._ready.pop() for _ in range(max(0, len(self._ready) - size))]
+            self._cond.notify_all()
+        for kernel in extra:
+            kernel.close()
+        if size:
+            self.warm()
+
+    def wait_ready(self, count: int | None = None, timeout: float = STARTUP_TIMEOUT) -> bool:
+        """Block until ``count`` (default: size) kernels are ready; False on timeout."""
+        count = self.size if count is None else count
+        self.warm()
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while len(self._ready) < count and not self.closed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 0.5))
+        return len(self._ready) >= count
+
+    @property
+    def ready(self) -> int:
+        return len(self._ready)
+
+    def pids(self) -> list[int]:
+        """Process ids of every kernel of this pool still alive (ready, starting or in use)."""
+        with self._cond:
+            kernels = list(self._ready) + list(self._in_use) + list(self._starting) + list(self._warming)
+        return [k.pid for k in kernels if k.pid is not None and k.alive()]
+
+    # ------------------------------------------------------------ stopping
+    def stop(self) -> None:
+        """Kill every kernel of this pool; the pool cannot be used afterwards."""
+        with self._cond:
+            self.closed = True
+            ready, self._ready = list(self._ready), deque()
+            busy = list(self._in_use) + list(self._starting) + list(self._warming)
+            self._cond.notify_all()
+        for kernel in busy:
+            kernel.kill()  # their users close them; the process is gone now
+        for kernel in ready:
+            kernel.close()
+        filler = self._filler
+        if filler is not None and filler is not threading.current_thread():
+            filler.join(timeout=10)
+
+    def __enter__(self) -> "KernelPool":
+        return self.warm()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def __deepcopy__(self, memo: dict) -> "KernelPool":
+        return self  # a shared resource: copies of an agent share its pool
+
+    def __repr__(self) -> str:
+        state = "stopped" if self.closed else f"{len(self._ready)}/{self.size} ready, {len(self._in_use)} in use"
+        return f"<KernelPool {self.kernel_name or HOST_KERNEL}: {state}>"
+
+    # ------------------------------------------------------------ filling
+    def _fill(self) -> None:
+        failures = 0
+        while True:
+            with self._cond:
+                while not self.closed and len(self._ready) + len(self._warming) >= self.size:
+                    self._cond.wait()
+                if self.closed:
+                    return
+                kernel = Kernel(self.kernel_name)
+                self._warming.add(kernel)
+            try:
+                kernel.start(self.cwd, self.startup_timeout)
+            except Exception as exc:
+                with self._cond:
+                    self._warming.discard(kernel)
+                    self._cond.notify_all()
+                    if self.closed:
+                        return
+                    self.last_error = str(exc)
+                    failures += 1
+                    log.warning("deepagent kernel pool: %s", exc)
+                    self._cond.wait(min(30.0, 2.0 ** failures))  # back off; stop() wakes us
+                continue
+            failures = 0
+            with self._cond:
+                self._warming.discard(kernel)
+                self.started += 1
+                self._cond.notify_all()
+                if not self.closed and len(self._ready) < self.size:
+                    self._ready.append(kernel)
+                    self._cond.notify_all()
+                    kernel = None
+            if kernel is not None:
+                kernel.close()
+
+
+# ---------------------------------------------------------------- the default pool
+_pools: "weakref.WeakSet[KernelPool]" = weakref.WeakSet()
+_default: KernelPool | None = None
+_default_lock = threading.Lock()
+_UNSET: Any = object()
+
+
+def default_pool(size: int | None = None, kernel_name: str | None = _UNSET) -> KernelPool:
+    """The process-wide pool sub-agents use unless given one; resized or replaced to match the settings."""
+    global _default
+    with _default_lock:
+        pool = _default
+        if pool is not None and not pool.closed and kernel_name is not _UNSET and kernel_name != pool.kernel_name:
+            pool.stop()
+            pool = None
+        if pool is None or pool.closed:
+            pool = _default = KernelPool(
+                DEFAULT_SIZE if size is None else size,
+                kernel_name=None if kernel_name is _UNSET else kernel_name,
+            )
+        elif size is not None and size != pool.size:
+            pool.resize(size)
+        return pool
+
+
+def stop_default_pool() -> None:
+    global _default
+    with _default_lock:
+        pool, _default = _default, None
+    if pool is not None:
+        pool.stop()
+
+
+# ---------------------------------------------------------------- process exit
+def _killpg(pgid: int | None, pid: int | None) -> None:
+    try:
+        if pgid and pgid != os.getpgid(0):
+            os.killpg(pgid, signal.SIGKILL)
+        elif pid:
+            os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _register(kernel: Kernel) -> None:
+    with _live_lock:
+        exiting = _exiting
+        if not exiting:
+            _live.add(kernel)
+    if exiting:
+        kernel.kill()
+        raise KernelStartError("the process is exiting")
+
+
+def live_kernel_pids() -> list[int]:
+    """Process ids of every kernel started in this process and not yet closed."""
+    with _live_lock:
+        return [k.pid for k in _live if k.pid is not None and not k.killed]
+
+
+def _at_exit() -> None:
+    """Kill every kernel's process group; no jupyter_client calls (the interpreter is going away)."""
+    global _exiting
+    with _live_lock:
+        _exiting = True
+        kernels = list(_live)
+    for pool in list(_pools):
+        with pool._cond:
+            pool.closed = True
+            pool._cond.notify_all()
+    for kernel in kernels:
+        kernel.killed = True
+        _killpg(kernel.pgid, kernel.pid)
+    for kernel in kernels:
+        process = getattr(kernel.manager.provisioner, "process", None)
+        try:
+            if process is not None:
+                process.wait(timeout=2)
+        except Exception:
+            pass
+        shutil.rmtree(kernel.dir, ignore_errors=True)
+
+
+atexit.register(_at_exit)
+
+
+def _source() -> str:
+    global _SOURCE
+    if _SOURCE is None:
+        with open(kernel_side.__file__, encoding="utf-8") as handle:
+            _SOURCE = handle.read()
+    return _SOURCE
+
+
+_SOURCE: str | None = None

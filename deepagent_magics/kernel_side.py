@@ -1,0 +1,174 @@
+"""The kernel side of `KernelInterpreter`: this file's source runs inside each sub-agent's kernel.
+
+The host installs it once per kernel, when the pool warms the kernel up, as the
+hidden name ``_deepagent_runtime``. Each step is then one ``execute_request``
+calling ``_deepagent_runtime.run(request)``, which runs the agent's code in the
+kernel's namespace and publishes one display message of type `RESULT_MIME`
+saying how the code ended (ok, SUBMIT, error, interrupted).
+
+Tool calls go the other way over the kernel's stdin channel: a tool here is a
+stub that calls ``input()`` with `TOOL_PROMPT` and a JSON request; the host
+runs the real tool and answers with a JSON reply (``{"value": ...}`` or
+``{"error": ..., "type": ...}``).
+
+The kernel may be any Python kernel spec, without this package installed, so
+this file uses only the standard library and IPython.
+"""
+
+import ast
+import builtins
+import json
+import linecache
+import os
+import threading
+import traceback
+
+TOOL_PROMPT = "__deepagent_tool__ "
+RESULT_MIME = "application/vnd.deepagent.result+json"
+RUNTIME_NAME = "_deepagent_runtime"
+SETUP_FILENAME = "<deepagent setup>"
+RUNTIME_FILENAME = "<deepagent kernel_side>"  # this file, as the kernel compiles it
+STEP_PREFIX = "<agent step"
+ECHO_LIMIT = 20_000
+
+
+class ToolError(Exception):
+    """A host tool failed; the message is the host's error."""
+
+
+class _Submitted(BaseException):
+    def __init__(self, output):
+        self.output = output
+
+
+class Runtime:
+    """Runs the agent's steps in ``namespace`` and bridges its tool calls to the host."""
+
+    def __init__(self, namespace):
+        self.namespace = namespace
+        self.steps = 0
+        self._tool_lock = threading.Lock()  # one input_request at a time
+
+    # ----------------------------------------------------------------- tools
+    def bind_tools(self, names, outputs=("result",)):
+        for name in names:
+            if getattr(self.namespace.get(name), "_deepagent_tool", None) != name:
+                self.namespace[name] = self._stub(name)
+        self.namespace["SUBMIT"] = self._submit(list(outputs) or ["result"])
+
+    def _stub(self, name):
+        runtime = self
+
+        def tool(*args, **kwargs):
+            return runtime.call(name, args, kwargs)
+
+        tool.__name__ = tool.__qualname__ = name
+        tool.__doc__ = f"{name}(...): runs on the host."
+        tool._deepagent_tool = name
+        return tool
+
+    def call(self, name, args, kwargs):
+        request = json.dumps({"tool": name, "args": list(args), "kwargs": kwargs}, default=str)
+        with self._tool_lock:
+            reply = json.loads(builtins.input(TOOL_PROMPT + request))
+        if "error" in reply:
+            kind = getattr(builtins, str(reply.get("type")), None)
+            if isinstance(kind, type) and issubclass(kind, Exception) and kind is not Exception:
+                raise kind(reply["error"])
+            raise ToolError(f"{reply.get('type', 'Error')}: {reply['error']}")
+        return reply.get("value")
+
+    @staticmethod
+    def _submit(names):
+        def SUBMIT(*args, **kwargs):
+            if len(args) > len(names):
+                raise TypeError(f"SUBMIT() takes at most {len(names)} positional arguments ({', '.join(names)})")
+            output = dict(zip(names, args))
+            for key, value in kwargs.items():
+                if key in output:
+                    raise TypeError(f"SUBMIT() got multiple values for {key!r}")
+                output[key] = value
+            unknown = sorted(set(output) - set(names))
+            if unknown:
+                raise TypeError(f"SUBMIT() got unexpected fields {unknown}; the outputs are {names}")
+            raise _Submitted(output)
+
+        SUBMIT.__doc__ = f"Finish the run with the final outputs: SUBMIT({', '.join(names)})."
+        return SUBMIT
+
+    # ----------------------------------------------------------------- steps
+    def run(self, request_json):
+        """Run one step; publish how it ended as a `RESULT_MIME` display message."""
+        request = json.loads(request_json)
+        if request.get("cwd"):
+            os.chdir(request["cwd"])
+        self.bind_tools(request.get("tools", ()), request.get("outputs") or ["result"])
+        self.namespace.update(request.get("variables") or {})
+        self._publish(self._run_code(request["code"], bool(request.get("setup"))))
+
+    def _run_code(self, code, setup):
+        if not setup:
+            self.steps += 1
+        filename = SETUP_FILENAME if setup else f"{STEP_PREFIX} {self.steps}>"
+        try:
+            tree = ast.parse(code, filename=filename, mode="exec")
+        except SyntaxError as exc:
+            return {"status": "syntax_error", "message": exc.msg, "lineno": exc.lineno, "offset": exc.offset,
+                    "text": exc.text}
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        tail = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            tail = ast.Expression(body=tree.body.pop().value)
+        try:
+            try:
+                exec(compile(tree, filename, "exec"), self.namespace)
+                value = eval(compile(tail, filename, "eval"), self.namespace) if tail is not None else None
+            except _Submitted as submitted:
+                return {"status": "submit", "output": json.loads(json.dumps(submitted.output, default=str))}
+        except KeyboardInterrupt:
+            return {"status": "interrupted"}
+        except BaseException as exc:  # the agent's own error (SystemExit included): reported to the LM
+            return {"status": "error", "traceback": _format_traceback(exc)}
+        return {"status": "ok", "echo": None if value is None else _echo(value)}
+
+    @staticmethod
+    def _publish(result):
+        from IPython.display import publish_display_data
+
+        publish_display_data({RESULT_MIME: result})
+
+
+def _echo(value):
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = repr(value)
+        except Exception as exc:
+            text = f"<{type(value).__name__} object; repr failed: {exc}>"
+    return text if len(text) <= ECHO_LIMIT else text[:ECHO_LIMIT] + f"... ({len(text) - ECHO_LIMIT} more chars)"
+
+
+def _format_traceback(exc, library_frames=3):
+    """The traceback from the agent's own code down, with at most a few library frames."""
+    tb = exc.__traceback__
+    while tb is not None and not tb.tb_frame.f_code.co_filename.startswith(STEP_PREFIX):
+        tb = tb.tb_next
+    summary = traceback.extract_tb(tb) if tb is not None else traceback.StackSummary()
+    agent = [i for i, frame in enumerate(summary) if frame.filename.startswith(STEP_PREFIX)]
+    last = agent[-1] if agent else -1
+    keep = [frame for i, frame in enumerate(summary)
+            if frame.filename.startswith(STEP_PREFIX)
+            or (i > last and i >= len(summary) - library_frames and frame.filename != RUNTIME_FILENAME)]
+    lines = ["Traceback (most recent call last):\n"]
+    lines += traceback.StackSummary.from_list(keep).format()
+    lines += traceback.format_exception_only(type(exc), exc)
+    return "".join(lines).rstrip()
+
+
+def install():
+    """Bind the runtime in the kernel's namespace (called by the host once per kernel)."""
+    from IPython import get_ipython
+
+    namespace = get_ipython().user_ns
+    namespace[RUNTIME_NAME] = Runtime(namespace)
