@@ -27,6 +27,10 @@ def load_ipython_extension(ipython) -> None:
     if magics not in ipython.configurables:
         ipython.configurables.append(magics)
 
+    from .inspect_magics import InspectMagics
+
+    ipython.register_magics(InspectMagics(ipython))
+
     from .prompt_magics import PromptMagics
 
     ipython.register_magics(PromptMagics(ipython))

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from .run import FILE_WRITTEN, RUN_FINISHED, RUN_STARTED, TOOL_CALL, Event, Run, Usage
+from .run import FILE_WRITTEN, RUN_FINISHED, RUN_STARTED, SUBAGENT_STARTED, TOOL_CALL, Event, Run, Usage
 
 FORMAT = "deepagent-run/1"
 RUNS_DIR = Path(".deepagent") / "runs"
@@ -183,6 +183,7 @@ class RunRecorder:
         self.budget = self.BUDGET if budget is None else budget
         self.files: dict[str, int] = {}
         self.tool_calls: dict[str, list[dict[str, Any]]] = {}
+        self._spawned: dict[str, list[str]] = {}
         self.writes = 0
         self.error: Exception | None = None
         self._last_write = float("-inf")
@@ -194,10 +195,15 @@ class RunRecorder:
     def on_event(self, event: Event) -> None:
         if event.kind == FILE_WRITTEN:
             self.files[event.data["path"]] = event.data["size"]
-        elif event.kind == TOOL_CALL:
+        elif event.kind == SUBAGENT_STARTED:
+            self._spawned.setdefault(event.run.id, []).append(event.data["child"].id)
+        elif event.kind == TOOL_CALL:  # recorded when the tool returns: it owns the sub-agents started since
             step = event.run.current_step
-            self.tool_calls.setdefault(event.run.id, []).append(
-                {"step": step.index if step else None, **event.data})
+            call = {"step": step.index if step else None, **event.data}
+            spawned = self._spawned.pop(event.run.id, None)
+            if spawned:
+                call["subagents"] = spawned
+            self.tool_calls.setdefault(event.run.id, []).append(call)
         if event.run is self.run and event.kind in (RUN_STARTED, RUN_FINISHED):
             self.flush()
             if event.kind == RUN_FINISHED:

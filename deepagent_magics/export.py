@@ -1,0 +1,206 @@
+"""A run record as a notebook: the trajectory a person can read and re-run.
+
+The task is a Markdown cell; each step is its reasoning (Markdown) and its code
+(a code cell carrying the output it had in the run); each sub-agent is a section
+under the step that spawned it. A first code cell defines stand-ins for the
+agent's tools and ``SUBMIT``, so the recorded code re-runs without a model: the
+file tools act on the recorded workspace, the todo tools and sub-agent tools
+replay what the run recorded, ``llm_query`` answers with a placeholder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+KNOWN_TOOLS = {"write_todos", "read_todos", "ls", "read_file", "write_file", "edit_file", "glob", "grep",
+               "llm_query", "llm_query_batched", "SUBMIT"}
+
+SETUP = '''\
+# Stand-ins for the agent's tools, so the recorded code re-runs without a model.
+# File tools act on WORKSPACE (the run's workspace; point it elsewhere to leave that untouched).
+import json as _json
+from pathlib import Path as _Path
+
+from deepagent_magics.workspace import Workspace as _Workspace
+
+WORKSPACE = _Path({workspace!r})
+_ws = _Workspace(WORKSPACE)
+_todos = _json.loads({todos!r})
+_subagent_results = _json.loads({results!r})  # what each sub-agent returned, in order
+_replays = _json.loads({replays!r})  # tool name -> per call, what the sub-agents it started returned
+_submitted = {{}}
+
+
+def write_todos(todos):
+    return "Todo list updated (replay)."
+
+
+def read_todos():
+    return list(_todos)
+
+
+def ls(path="."):
+    return _ws.ls(path)
+
+
+def read_file(path, offset=0, limit=2000):
+    return _ws.read_file(path, offset, limit)
+
+
+def write_file(path, content):
+    return _ws.write_file(path, content)
+
+
+def edit_file(path, old, new, replace_all=False):
+    return _ws.edit_file(path, old, new, replace_all)
+
+
+def glob(pattern):
+    return _ws.glob(pattern)
+
+
+def grep(pattern, path=".", glob=None):
+    return _ws.grep(pattern, path, glob)
+
+
+def llm_query(prompt, *args, **kwargs):
+    return "[replay: no LM in this notebook]"
+
+
+def llm_query_batched(prompts, *args, **kwargs):
+    return [llm_query(prompt) for prompt in prompts]
+
+
+def _replay(name, many):
+    """What the sub-agents of the tool's next recorded call returned (else the next recorded result)."""
+    calls = _replays.get(name)
+    if calls:
+        results = calls.pop(0)
+    else:
+        results = [_subagent_results.pop(0) if _subagent_results else "[replay: no recorded result]"]
+    return results if many else results[0]
+
+
+def SUBMIT(*args, **kwargs):
+    """Records the final outputs instead of ending a run."""
+    _submitted.update(dict(zip(["result"], args)), **kwargs)
+    print("SUBMIT", _submitted)
+'''
+
+MANY = {"delegate_batched"}  # sub-agent tools that return a list
+SUBAGENT_TOOLS = {"delegate", "delegate_batched", "review"}
+
+
+def walk(record: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The record and its sub-agents' records, in the order they ran."""
+    yield record
+    for child in record.get("orphans") or []:
+        yield from walk(child)
+    for step in record.get("steps") or []:
+        for child in step.get("children") or []:
+            yield from walk(child)
+
+
+def setup_source(record: dict[str, Any]) -> str:
+    runs = list(walk(record))
+    results = {run.get("id"): run.get("result") for run in runs}
+    # In notebook order: a step's code runs before the sections of the sub-agents it spawned.
+    in_order = [run.get("result") for run in runs if run is not record]
+    replays: dict[str, list[list[Any]]] = {}
+    called: set[str] = set()
+    for run in runs:
+        for call in run.get("tool_calls") or []:
+            called.add(call.get("name"))
+            if call.get("subagents"):
+                replays.setdefault(call["name"], []).append([results.get(i) for i in call["subagents"]])
+    source = SETUP.format(workspace=str((record.get("config") or {}).get("workspace") or "."),
+                          todos=json.dumps(record.get("todos") or []),
+                          results=json.dumps(in_order, default=str), replays=json.dumps(replays, default=str))
+    for name in sorted(n for n in (called | SUBAGENT_TOOLS | set(replays)) if n and n.isidentifier()):
+        if name in KNOWN_TOOLS:
+            continue
+        if name in SUBAGENT_TOOLS or name in replays:
+            many = name in MANY or any(len(call) > 1 for call in replays.get(name, []))
+            stub = f"def {name}(*args, **kwargs):\n    return _replay({name!r}, many={many})\n"
+        else:
+            stub = f"def {name}(*args, **kwargs):\n    print('[replay] {name} was called; it has no stand-in')\n"
+        source += "\n\n" + stub
+    return source
+
+
+def to_notebook(record: dict[str, Any]) -> nbformat.NotebookNode:
+    """The notebook for one run record."""
+    nb = new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    nb.metadata["deepagent"] = {"run_id": record.get("id"), "status": record.get("status"),
+                                "prompt_hash": record.get("prompt_hash")}
+    nb.cells.append(new_markdown_cell(_header(record)))
+    nb.cells.append(new_markdown_cell(
+        "## Setup\nStand-ins for the agent's tools and `SUBMIT`, so the code below re-runs without a model. "
+        "Sub-agents ran in their own kernels; here their code runs in this one."))
+    nb.cells.append(new_code_cell(setup_source(record), metadata={"tags": ["deepagent-setup"]}))
+    _add_steps(nb, record, level=2)
+    nb.cells.append(new_markdown_cell(_result(record)))
+    return nb
+
+
+def _header(record: dict[str, Any]) -> str:
+    usage = record.get("usage_total") or record.get("usage") or {}
+    tokens = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
+    model = (record.get("config") or {}).get("lm") or "?"
+    task = "\n".join("> " + line for line in str(record.get("task", "")).strip().splitlines())
+    return (f"# Agent run `{record.get('id')}`\n\n{task}\n\n"
+            f"**{record.get('status')}** · {len(record.get('steps') or [])} steps · {usage.get('lm_calls', 0)} LM calls · "
+            f"{tokens:,} tokens · ${usage.get('cost', 0):.4f} · model `{model}` · prompt `{record.get('prompt_hash')}`")
+
+
+def _add_steps(nb: nbformat.NotebookNode, record: dict[str, Any], level: int) -> None:
+    heading = "#" * min(level + 1, 6)
+    for child in record.get("orphans") or []:
+        _add_subagent(nb, child, level, step=None)
+    for step in record.get("steps") or []:
+        prefix = "" if record.get("depth", 0) == 0 else f"Sub-agent `{str(record.get('id'))[-6:]}` · "
+        nb.cells.append(new_markdown_cell(f"{heading} {prefix}Step {step.get('index')}\n\n{step.get('reasoning', '')}"))
+        output = step.get("output") or ""
+        cell = new_code_cell(step.get("code", ""), execution_count=step.get("index"))
+        if output:
+            error = output.startswith("[Error]")
+            cell.outputs = [new_output("stream", name="stderr" if error else "stdout", text=output + "\n")]
+            if error:
+                cell.metadata["tags"] = ["raises-exception"]
+        nb.cells.append(cell)
+        for child in step.get("children") or []:
+            _add_subagent(nb, child, level, step=step.get("index"))
+
+
+def _add_subagent(nb: nbformat.NotebookNode, child: dict[str, Any], level: int, step: int | None) -> None:
+    heading = "#" * min(level + 1, 6)
+    task = "\n".join("> " + line for line in str(child.get("task", "")).strip().splitlines())
+    where = f" (from step {step})" if step is not None else ""
+    nb.cells.append(new_markdown_cell(
+        f"{heading} Sub-agent `{child.get('id')}`{where}\n\n{task}\n\n"
+        f"**{child.get('status')}** · {len(child.get('steps') or [])} steps · result: {child.get('result')!s:.200}"))
+    _add_steps(nb, child, level + 1)
+
+
+def _result(record: dict[str, Any]) -> str:
+    if record.get("status") == "finished":
+        return f"## Result\n\n{record.get('result')}"
+    return f"## Result\n\nThe run ended **{record.get('status')}**: {record.get('error') or ''}"
+
+
+def write_notebook(record: dict[str, Any], path: str | os.PathLike) -> Path:
+    """Write the notebook for ``record`` to ``path`` (validated) and return the path."""
+    nb = to_notebook(record)
+    nbformat.validate(nb)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(target))
+    return target
