@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import dspy
+from dspy.utils.usage_tracker import track_usage
 
 from .run import Run
 from .session import Session, activate, deactivate
@@ -172,9 +173,12 @@ class DeepAgentSystem:
         self.program = IsolatedAgent(agent)
 
     def __call__(self, example: dspy.Example) -> Outcome:
-        run = self.program.run(example.task, example.get("context") or "")
+        # Tokens from DSPy's usage tracker, which is per thread: runs going on at once share the LM.
+        with track_usage() as usage:
+            run = self.program.run(example.task, example.get("context") or "")
+        tokens = sum(int(entry.get("total_tokens") or 0) for entry in usage.get_total_tokens().values())
         pred = dspy.Prediction(result=run.result, run=run)
-        return Outcome(pred, len(run.steps), run.usage.tokens, run.error if run.status == "failed" else None)
+        return Outcome(pred, len(run.steps), tokens or run.usage.tokens, run.error if run.status == "failed" else None)
 
 
 class CoTSystem:
