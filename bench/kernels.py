@@ -103,3 +103,29 @@ class _Refilling:
     def shutdown(self) -> None:
         self.interpreter.shutdown()
         refill(1)
+
+
+def raw_roundtrip(samples: int = 50) -> float:
+    """Median seconds of a bare jupyter_client ``execute("pass")`` round trip (request to idle) on a pooled kernel."""
+    import statistics
+    import time
+
+    kernel = pool(1).take()
+    try:
+        client = kernel.client
+        times = []
+        for _ in range(samples + 5):
+            started = time.perf_counter()
+            msg_id = client.execute("pass", store_history=False)
+            while True:
+                msg = client.iopub_channel.get_msg(timeout=10)
+                if (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status"
+                        and msg["content"]["execution_state"] == "idle"):
+                    break
+            times.append(time.perf_counter() - started)
+            while client.shell_channel.msg_ready():
+                client.shell_channel.get_msg(timeout=0)
+        return statistics.median(times[5:])
+    finally:
+        _pool.release(kernel)
+        refill(1)

@@ -142,6 +142,7 @@ def deepagent(script: list[Action], namespace: dict[str, Any] | None = None, lat
     play.wall = time.perf_counter() - started
     play.result = run.result
     play.extra["status"] = run.status
+    play.extra["tools"] = len(agent.builtin_tools() + agent.extra_tools)
     play.extra["run"] = run
     return play
 

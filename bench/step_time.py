@@ -85,10 +85,16 @@ def run(config: Config) -> dict[str, Any]:
     interp = _interpreters(script, config)
     if interp:
         base = interp.get("LocalInterpreter")
+        rows = [[name, f"{seconds * 1e6:.0f}", _x(seconds, base)] for name, seconds in interp.items()]
+        if "KernelInterpreter" in interp:
+            raw = kernels.raw_roundtrip()
+            kernels.close()
+            interp["raw jupyter_client round trip"] = raw
+            rows.append(["(for reference) bare jupyter_client `execute('pass')` round trip to the same kind of kernel",
+                         f"{raw * 1e6:.0f}", _x(raw, base)])
         out["tables"].append(table(
             f"The interpreter alone: mean time of one `execute` over the script's {steps} steps (no LM, no DSPy), median of {rounds}",
-            ["interpreter", "µs / execute", "× LocalInterpreter"],
-            [[name, f"{seconds * 1e6:.0f}", _x(seconds, base)] for name, seconds in interp.items()],
+            ["interpreter", "µs / execute", "× LocalInterpreter"], rows,
         ))
 
     deep = per_step["deepagent"]
@@ -129,7 +135,60 @@ def run(config: Config) -> dict[str, Any]:
     }
     if config.profile and not config.smoke:
         out["profile"] = _profiles(script, playing)
+        out["notes"] += _analysis(out["profile"], per_step, interp)
     return out
+
+
+def _share(components: list[dict[str, Any]], prefix: str) -> float:
+    total = sum(item["seconds"] for item in components) or 1.0
+    return sum(item["seconds"] for item in components if item["component"].startswith(prefix)) / total
+
+
+def _analysis(profile_data: dict[str, Any], per_step: dict[str, float], interp: dict[str, float]) -> list[str]:
+    """What the profile says about the targets, in numbers from this run."""
+    notes = []
+    tools = profile_data.get("deepagent_tools", "all its")
+    runs = profile_data.get("runs", {})
+    local, deep, bare = per_step["rlm_local"], per_step["deepagent"], per_step.get("rlm_shell")
+    ours = runs.get(LABELS["deepagent"])
+    if ours:
+        dspy_share = _share(ours, "DSPy")
+        adapter = _share(ours, "DSPy adapter")
+        notes.append(
+            f"Why DeepAgent.run is not ≤ 0.5× LocalInterpreter: the goal is {ms(0.5 * local):.2f} ms a step, and DSPy "
+            f"alone takes {ms(dspy_share * deep):.2f} ms of a DeepAgent step ({dspy_share:.0%} of the profile: its "
+            f"ChatAdapter formatting the prompt and parsing the reply {adapter:.0%}, the LM client and callback "
+            f"dispatch, the RLM loop), the same work every dspy.RLM peer does. What the live namespace replaces is "
+            f"the interpreter, and there it wins: "
+            + (f"{_x(interp['ShellInterpreter'], interp['LocalInterpreter'])} of LocalInterpreter's time per execute."
+               if "ShellInterpreter" in interp and "LocalInterpreter" in interp else "see the second table.")
+        )
+        if bare:
+            notes.append(
+                f"DeepAgent.run costs {ms(deep - bare):.2f} ms a step more than bare dspy.RLM on the same "
+                f"ShellInterpreter: a larger prompt to format (the docs of {tools} tools instead of 1), "
+                "DSPy's callback dispatch to the RunObserver on every module, adapter and LM call, the run's events "
+                f"and its record; the deepagent_magics code itself is {_share(ours, 'deepagent_magics'):.0%} of the profile."
+            )
+    lang = runs.get(LABELS["deepagents"])
+    if lang and "deepagents" in per_step:
+        notes.append(
+            f"Against deepagents the goal is {ms(0.2 * per_step['deepagents']):.2f} ms a step, again below what DSPy "
+            f"itself takes; deepagents' own step is {_share(lang, 'LangChain'):.0%} LangChain core (message objects, "
+            f"callbacks, tool plumbing) and {_share(lang, 'LangGraph'):.0%} LangGraph."
+        )
+    if "KernelInterpreter" in interp:
+        raw = interp.get("raw jupyter_client round trip")
+        notes.append(
+            f"The kernel interpreter pays one execute_request per step: {interp['KernelInterpreter'] * 1e3:.1f} ms "
+            "per execute against "
+            + (f"{raw * 1e3:.1f} ms for a bare jupyter_client round trip to an idle kernel (ipykernel's busy/idle "
+               "status, execute_input, stream and result messages, each signed and sent over ZMQ)"
+               if raw else "the bare round trip")
+            + f", where LocalInterpreter's JSON line over a pipe takes {interp['LocalInterpreter'] * 1e3:.2f} ms. "
+            "It is the sub-agents' interpreter, and a sub-agent's step with a real model takes seconds."
+        )
+    return notes
 
 
 def _rounds(playing: dict[str, Callable], script: list, rounds: int) -> dict[str, list[peers.Play]]:
@@ -197,10 +256,13 @@ def _shell(workspace: str):
 def _profiles(script: list, playing: dict[str, Callable]) -> dict[str, Any]:
     runs = {}
     tree = None
+    tools = None
     for peer in ("deepagent", "rlm_local", "deepagents"):
         if peer not in playing:
             continue
         report = profile(lambda: [playing[peer](script) for _ in range(3)])
+        if peer == "deepagent":
+            tools = playing[peer](script).extra.get("tools")
         runs[LABELS[peer]] = report["components"]
         if peer == "deepagent":
             tree = report["tree"]
@@ -209,4 +271,4 @@ def _profiles(script: list, playing: dict[str, Callable]) -> dict[str, Any]:
     except Exception:
         pass
     return {"what": "3 runs of the 50-step script per peer under pyinstrument; self time by component",
-            "runs": runs, "tree": tree}
+            "runs": runs, "tree": tree, "deepagent_tools": tools}
