@@ -17,8 +17,9 @@ installed kernel spec instead.
 
 No kernel may outlive the process that started it: each kernel is its own
 process group, and at exit every live one is killed with ``killpg``; if the
-host dies without running atexit (SIGKILL), ipykernel's parent poller ends the
-kernel within a second or so.
+host dies without running atexit (SIGKILL), the kernel-side runtime notices
+within half a second and kills its own process group (ipykernel's parent
+poller would end the kernel too, but not what the agent's code started).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ _INSTALL = (
     "    module = types.ModuleType('_deepagent_kernel_side')\n"
     "    exec(compile(source, {filename!r}, 'exec'), module.__dict__)\n"
     "    sys.modules[module.__name__] = module\n"
-    "    module.install()\n"
+    "    module.install(host_pid={host_pid})\n"
     "_deepagent_install({source!r})\n"
     "del _deepagent_install\n"
 )
@@ -128,7 +129,8 @@ class Kernel:
             self.client = self.manager.client()
             self.client.start_channels(hb=False)
             self.client.wait_for_ready(timeout=timeout)
-            self.run_setup(_INSTALL.format(source=_source(), filename=kernel_side.RUNTIME_FILENAME), timeout)
+            self.run_setup(_INSTALL.format(source=_source(), filename=kernel_side.RUNTIME_FILENAME,
+                                           host_pid=os.getpid()), timeout)
         except Exception as exc:
             detail = self.log_tail()
             self.close()
@@ -182,10 +184,9 @@ class Kernel:
     def kill(self) -> None:
         """Kill the kernel's process group now; safe from any thread."""
         with self._lock:
-            if self.killed:
-                return
-            self.killed = True
-        _killpg(self.pgid, self.pid)
+            first, self.killed = not self.killed, True
+        if first:
+            _killpg(self.pgid, self.pid)
         process = getattr(self.manager.provisioner, "process", None)
         if process is not None:
             try:

@@ -166,9 +166,28 @@ def _format_traceback(exc, library_frames=3):
     return "".join(lines).rstrip()
 
 
-def install():
+def install(host_pid=None):
     """Bind the runtime in the kernel's namespace (called by the host once per kernel)."""
     from IPython import get_ipython
 
     namespace = get_ipython().user_ns
     namespace[RUNTIME_NAME] = Runtime(namespace)
+    if host_pid:
+        _end_with_host(int(host_pid))
+
+
+def _end_with_host(host_pid, interval=0.5):
+    """When the host dies (even by SIGKILL), kill this kernel's process group: the kernel and what
+    the agent's code started. Only when the kernel leads its own group, as jupyter_client starts it."""
+    import signal
+    import time
+
+    if os.name != "posix" or os.getpgid(0) != os.getpid():
+        return
+
+    def watch():
+        while os.getppid() == host_pid:
+            time.sleep(interval)
+        os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=watch, name="deepagent-host-watch", daemon=True).start()
