@@ -41,3 +41,7 @@ def unload_ipython_extension(ipython) -> None:
 
     for magics in [m for m in ipython.configurables if isinstance(m, DeepAgentMagics)]:
         ipython.configurables.remove(magics)
+
+    from .kernel_pool import stop_default_pool
+
+    stop_default_pool()  # no sub-agent kernel outlives the extension

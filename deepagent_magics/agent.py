@@ -79,6 +79,13 @@ class DeepAgent(dspy.Module):
         timeout: seconds one code block may run before it is stopped.
         tools: extra typed, documented callables to offer the agent.
         instructions: instructions to use instead of the profile's.
+        max_depth: how deep sub-agents may nest (0: no delegation); an agent at the limit
+            gets an error from ``delegate``.
+        max_subagents: the most sub-agents the whole tree of one run may start.
+        subagent_max_iters: ``max_iters`` for every sub-agent.
+        subagent_timeout: wall-clock seconds a sub-agent may run before its kernel is stopped.
+        max_parallel: the most sub-agents one ``delegate_batched`` runs at the same time.
+        pool: the `KernelPool` sub-agents take their kernels from (default: the process-wide one).
     """
 
     record_runs = True  # write each root run to <workspace>/.deepagent/runs/<id>.json (records.py)
@@ -98,6 +105,11 @@ class DeepAgent(dspy.Module):
         max_output_chars: int = 10_000,
         depth: int = 0,
         max_depth: int = 2,
+        max_subagents: int = 16,
+        subagent_max_iters: int = 10,
+        subagent_timeout: float | None = 600.0,
+        max_parallel: int = 4,
+        pool: Any = None,
     ):
         super().__init__()
         self.lm = lm
@@ -109,6 +121,11 @@ class DeepAgent(dspy.Module):
         self.timeout = timeout
         self.depth = depth
         self.max_depth = max_depth
+        self.max_subagents = max_subagents
+        self.subagent_max_iters = subagent_max_iters
+        self.subagent_timeout = subagent_timeout
+        self.max_parallel = max_parallel
+        self.pool = pool
         self.extra_tools = list(tools)
         if instructions is None:
             instructions = load_profile(profile).instructions(depth=depth, max_depth=max_depth)
@@ -123,7 +140,9 @@ class DeepAgent(dspy.Module):
 
     # ------------------------------------------------------------ extension points
     def builtin_tools(self) -> list[Callable[..., Any]]:
-        return base_tools()
+        from .delegation import delegation_tools  # delegation builds sub-agents from this class
+
+        return base_tools() + delegation_tools()
 
     def interpreter_factory(self, session: Session | None = None, namespace: dict | None = None,
                             shell: Any = None) -> Callable[[], Any]:
@@ -161,6 +180,10 @@ class DeepAgent(dspy.Module):
             "timeout": self.timeout,
             "depth": self.depth,
             "max_depth": self.max_depth,
+            "max_subagents": self.max_subagents,
+            "subagent_max_iters": self.subagent_max_iters,
+            "subagent_timeout": self.subagent_timeout,
+            "max_parallel": self.max_parallel,
         }
 
     # ------------------------------------------------------------ running

@@ -55,6 +55,22 @@ def _positive(name: str, value: Any) -> Any:
     return value
 
 
+def _check_subagent_settings(settings: dict[str, Any]) -> None:
+    for name in ("max_subagents", "subagent_max_iters", "subagent_timeout", "max_parallel"):
+        _positive(f"--{name.replace('_', '-')}", settings.get(name))
+    for name in ("max_depth", "pool_size"):
+        if settings.get(name) is not None and settings[name] < 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be 0 or more, got {settings[name]}")
+    if settings.get("kernel_name"):
+        from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+        try:
+            KernelSpecManager().get_kernel_spec(settings["kernel_name"])
+        except NoSuchKernel:
+            names = ", ".join(sorted(KernelSpecManager().find_kernel_specs()))
+            raise UsageError(f"no kernel spec named {settings['kernel_name']!r}; installed: {names}") from None
+
+
 @magics_class
 class DeepAgentMagics(Magics):
     """Run deep agents in the notebook. Defaults are traitlets: ``%config DeepAgentMagics.max_iters = 30``."""
@@ -70,6 +86,16 @@ class DeepAgentMagics(Magics):
     display_mode = Enum(("auto", "widgets", "text"), "auto", help="Live display: widgets in a notebook, text in a terminal (auto), or forced.").tag(config=True)
 
     SETTINGS = ("lm", "sub_lm", "workspace", "max_iters", "max_llm_calls", "profile", "timeout", "quiet", "display_mode")
+
+    # Sub-agents (delegation.py): limits for the whole tree of a run, and the kernel pool.
+    max_depth = Int(2, help="How deep sub-agents may nest (0: no delegation).").tag(config=True)
+    max_subagents = Int(16, help="Most sub-agents one run (its whole tree) may start.").tag(config=True)
+    subagent_max_iters = Int(10, help="Most code steps per sub-agent.").tag(config=True)
+    subagent_timeout = Float(600.0, help="Wall-clock seconds a sub-agent may run before its kernel is stopped.").tag(config=True)
+    max_parallel = Int(4, help="Most sub-agents one delegate_batched runs at the same time.").tag(config=True)
+    pool_size = Int(2, help="Sub-agent kernels kept started ahead of need (0: start each on demand).").tag(config=True)
+    kernel_name = Unicode(None, allow_none=True, help="Kernel spec for sub-agents (default: this Python).").tag(config=True)
+    SETTINGS += ("max_depth", "max_subagents", "subagent_max_iters", "subagent_timeout", "max_parallel", "pool_size", "kernel_name")
 
     def __init__(self, shell=None, **kwargs: Any):
         super().__init__(shell=shell, **kwargs)
@@ -92,6 +118,11 @@ class DeepAgentMagics(Magics):
     @argument("--no-interpolate", dest="no_interpolate", action="store_true", help="keep {name} in the task as written")
     @argument("--quiet", action="store_true", help="show only the result")
     @argument("--display", dest="display_mode", choices=["auto", "widgets", "text"], help="live display for this cell")
+    @argument("--max-depth", dest="max_depth", type=int, help="how deep sub-agents may nest (0: no delegation)")
+    @argument("--max-subagents", dest="max_subagents", type=int, help="most sub-agents this run may start")
+    @argument("--subagent-max-iters", dest="subagent_max_iters", type=int, help="most code steps per sub-agent")
+    @argument("--subagent-timeout", dest="subagent_timeout", type=float, help="seconds a sub-agent may run")
+    @argument("--max-parallel", dest="max_parallel", type=int, help="most sub-agents running at once")
     @cell_magic
     def deepagent(self, line: str, cell: str) -> None:
         """Hand the cell's text to a deep agent whose REPL is this notebook."""
@@ -135,6 +166,7 @@ class DeepAgentMagics(Magics):
         _positive("--max-iters", settings["max_iters"])
         _positive("--max-llm-calls", settings["max_llm_calls"])
         _positive("--timeout", settings["timeout"])
+        _check_subagent_settings(settings)
         namespace = self.shell.user_ns
         try:
             lm = resolve_lm(settings["lm"], namespace=namespace)
@@ -147,6 +179,12 @@ class DeepAgentMagics(Magics):
                 max_llm_calls=settings["max_llm_calls"],
                 profile=settings["profile"],
                 timeout=settings["timeout"],
+                max_depth=settings["max_depth"],
+                max_subagents=settings["max_subagents"],
+                subagent_max_iters=settings["subagent_max_iters"],
+                subagent_timeout=settings["subagent_timeout"],
+                max_parallel=settings["max_parallel"],
+                pool=self._subagent_pool(settings),
             )
             return programs.apply(agent)  # the profile's tuned program, if one is active
         except (NoLMError, UnknownProfile, ValueError, TypeError) as exc:
@@ -163,6 +201,13 @@ class DeepAgentMagics(Magics):
     @argument("--timeout", type=float)
     @argument("--quiet", choices=["on", "off"])
     @argument("--display", dest="display_mode", choices=["auto", "widgets", "text"])
+    @argument("--max-depth", dest="max_depth", type=int)
+    @argument("--max-subagents", dest="max_subagents", type=int)
+    @argument("--subagent-max-iters", dest="subagent_max_iters", type=int)
+    @argument("--subagent-timeout", dest="subagent_timeout", type=float)
+    @argument("--max-parallel", dest="max_parallel", type=int)
+    @argument("--pool-size", dest="pool_size", type=int, help="sub-agent kernels kept ready")
+    @argument("--kernel-name", dest="kernel_name", help="kernel spec for sub-agents")
     @argument("--reset", action="store_true", help="restore every default")
     @line_magic
     def deepagent_config(self, line: str) -> None:
@@ -176,6 +221,7 @@ class DeepAgentMagics(Magics):
             updates["quiet"] = updates["quiet"] == "on"
         for name in ("max_iters", "max_llm_calls", "timeout"):
             _positive(f"--{name.replace('_', '-')}", updates.get(name))
+        _check_subagent_settings(updates)
         if "profile" in updates and updates["profile"] not in available_profiles():
             raise UsageError(f"unknown profile {updates['profile']!r}; choose one of: {', '.join(available_profiles())}")
         for name in ("lm", "sub_lm"):
@@ -187,6 +233,15 @@ class DeepAgentMagics(Magics):
         for name, value in updates.items():
             setattr(self, name, value)
         print(self.describe_config())
+
+    def _subagent_pool(self, settings: dict[str, Any]) -> Any:
+        """The process-wide kernel pool at the configured size, warming in the background."""
+        from .kernel_pool import default_pool
+
+        pool = default_pool(settings["pool_size"], settings["kernel_name"] or None)
+        if settings["max_depth"] > 0:
+            pool.warm()
+        return pool
 
     def describe_config(self) -> str:
         rows = []

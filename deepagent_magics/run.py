@@ -255,11 +255,14 @@ class Run:
 
     def finish(self, status: str, result: Any = None, error: str | None = None) -> None:
         assert status in STATUSES, status
+        with self._lock:
+            if self.ended_at is not None:
+                return  # a run finishes once: a late call (an abandoned sub-agent's thread) is ignored
+            self.ended_at = time.time()
         self._close_open_step("(interrupted)" if status == "interrupted" else "(no output)")
         self.status = status
         self.result = result
         self.error = error
-        self.ended_at = time.time()
         self.emit(STATUS, status=status, error=error)
         self.emit(RUN_FINISHED, status=status, result=result, error=error)
 

@@ -128,7 +128,9 @@ class ScriptedEngine:
         )
 
     def _next_step(self, user: str, request: ScriptedRequest | None = None) -> dict[str, str]:
-        match = _TASK.search(user)
+        # RLM shows the task as the `task` variable's preview; the REPL history (which may quote
+        # other agents' tasks, e.g. in a delegate() call) must not pick the script.
+        match = _TASK.search(user) or _TASK_VARIABLE.search(user)
         task = match.group(1) if match else user
         keys = [key for key in self.scripts if key in task]
         if not keys:
