@@ -135,7 +135,8 @@ COMPONENTS = [
     ("deepagent_magics harness", r"deepagent_magics/"),
     ("DSPy adapter: prompt formatting and parsing", r"dspy/adapters/"),
     ("DSPy LM client and callbacks", r"dspy/clients/|dspy/utils/callback|dspy/lm15"),
-    ("DSPy RLM loop and interpreter glue", r"dspy/predict/|dspy/primitives/|dspy/signatures/"),
+    ("DSPy signatures (pydantic model classes)", r"dspy/signatures/"),
+    ("DSPy RLM loop and interpreter glue", r"dspy/predict/|dspy/primitives/"),
     ("DSPy (other)", r"dspy/"),
     ("deepagents middleware", r"deepagents/"),
     ("LangGraph runtime", r"langgraph/"),
@@ -189,7 +190,7 @@ def _attribute(frame, stack: list[str], buckets: dict[str, float]) -> None:
 
 def _bucket(stack: list[str], function: str) -> str:
     leaf = (function or "").split(".")[-1]
-    if leaf in WAITS and "<built-in>" in stack[-1] or leaf == "fsync":
+    if leaf in WAITS and ("<built-in>" in stack[-1] or "zmq/sugar/poll.py" in stack[-1]) or leaf == "fsync":
         return WAITS[leaf]
     for entry in reversed(stack):
         for name, pattern in COMPONENTS:
