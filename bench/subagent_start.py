@@ -28,13 +28,20 @@ def run(config: Config) -> dict[str, Any]:
     if reason:
         return not_available(NAME, TITLE, COMMAND, f"not available in this run: {reason}")
     samples = 4 if config.smoke else 30
+    delegated: list[float] = []
     try:
         pooled = _samples(_pooled, samples)
+        if _delegation() is None:
+            delegated = _samples(_delegated, samples)
         cold = _samples(_cold, samples)
     finally:
         kernels.close()
     rows = []
-    for label, values in (("pooled kernel (KernelPool, warm)", pooled), ("cold kernel start (no pool)", cold)):
+    measured = [("pooled kernel (KernelPool, warm)", pooled)]
+    if delegated:
+        measured.append(("through `delegate`, pooled kernel: call to the sub-agent's first step done", delegated))
+    measured.append(("cold kernel start (no pool)", cold))
+    for label, values in measured:
         rows.append([label, len(values), f"{median(values) * 1000:.1f}", f"{percentile(values, 95) * 1000:.1f}",
                      f"{min(values) * 1000:.1f}", f"{max(values) * 1000:.1f}"])
     p50, p95 = median(pooled), percentile(pooled, 95)
@@ -47,14 +54,31 @@ def run(config: Config) -> dict[str, Any]:
         "Pooled against cold", ["", "p50", "p95"],
         [["cold ÷ pooled", f"{median(cold) / p50:.0f}×", f"{percentile(cold, 95) / p95:.0f}×"]],
     ))
-    out["targets"].append(target("pooled p50", "≤ 25 ms", f"{p50 * 1000:.1f} ms", p50 <= 0.025))
-    out["targets"].append(target("pooled p95", "≤ 60 ms", f"{p95 * 1000:.1f} ms", p95 <= 0.060))
+    out["targets"].append(target("pooled p50 (interpreter: take a kernel, first code)", "≤ 25 ms", f"{p50 * 1000:.1f} ms", p50 <= 0.025))
+    out["targets"].append(target("pooled p95 (interpreter: take a kernel, first code)", "≤ 60 ms", f"{p95 * 1000:.1f} ms", p95 <= 0.060))
+    if delegated:
+        d50, d95 = median(delegated), percentile(delegated, 95)
+        out["targets"].append(target("pooled p50 through `delegate`", "≤ 25 ms", f"{d50 * 1000:.1f} ms", d50 <= 0.025))
+        out["targets"].append(target("pooled p95 through `delegate`", "≤ 60 ms", f"{d95 * 1000:.1f} ms", d95 <= 0.060))
+        out["tables"].append(table(
+            "Where a start through `delegate` goes, from the run's own events (ms, median)",
+            ["segment", "p50"],
+            [[label, f"{median(_segments[key][-len(delegated):]) * 1000:.1f}"] for key, label in SEGMENTS],
+        ))
+        out["notes"].append(
+            "Through `delegate` the clock starts in the parent's code, just before the call, and stops when the "
+            "sub-agent's first step has run in its kernel (its step_finished event): on top of the kernel it builds "
+            "the sub-agent (a DeepAgent with its dspy.RLM), starts its thread, installs DSPy's sandbox facade in the "
+            "kernel (one execute), and formats and parses its first LM call (zero latency here)."
+        )
+    else:
+        out["targets"].append(target("through `delegate`", "≤ 25 ms", f"not available in this run ({_delegation()})", None))
     out["notes"].append(
         "A pooled kernel was started, connected and given the kernel-side runtime before it was asked for, so a "
         "sub-agent's wait is taking it from the queue, wiring its channels to a poller and one execute round trip. "
         "A cold start is launching ipykernel, waiting for it to answer and installing the runtime, then the same."
     )
-    out["raw"] = {"pooled_s": pooled, "cold_s": cold, "first_code": FIRST_CODE}
+    out["raw"] = {"pooled_s": pooled, "delegated_s": delegated, "cold_s": cold, "first_code": FIRST_CODE}
     return out
 
 
@@ -90,3 +114,59 @@ def _cold() -> float:
     elapsed = time.perf_counter() - started
     interpreter.shutdown()
     return elapsed
+
+
+def _delegation() -> str | None:
+    try:
+        import deepagent_magics.delegation  # noqa: F401
+    except ImportError as exc:
+        return f"deepagent_magics.delegation is not in this tree ({exc})"
+    return None
+
+
+def _delegated() -> float:
+    """From just before the parent's ``delegate`` call to the sub-agent's first step finishing in its kernel."""
+    import tempfile
+
+    from deepagent_magics import DeepAgent
+    from deepagent_magics.run import RUN_STARTED, STEP_FINISHED, STEP_STARTED, SUBAGENT_STARTED
+    from deepagent_magics.testing import ScriptedLM
+
+    child_task = "Start-up probe: sum some squares"
+    lm = ScriptedLM(scripts={
+        "": [("Delegate.", "import time as _bench_time\n_bench_t0 = _bench_time.perf_counter()\n"
+                           f"answer = delegate({child_task!r})\nprint(answer)"),
+             ("Report.", "SUBMIT(result=answer)")],
+        "Start-up probe": [("First step.", FIRST_CODE), ("Done.", "SUBMIT(result='ok')")],
+    })
+    pool = kernels.pool(1)  # full (and paused) before the clock starts
+    marks: dict[str, float] = {}
+
+    def on_event(event) -> None:
+        child = event.run.parent is not None
+        key = {(SUBAGENT_STARTED, False): "built", (RUN_STARTED, True): "running",
+               (STEP_STARTED, True): "first LM reply", (STEP_FINISHED, True): "first code done"}.get((event.kind, child))
+        if key is not None and key not in marks:
+            marks[key] = time.perf_counter()
+
+    agent = DeepAgent(lm=lm, workspace=tempfile.mkdtemp(prefix="bench-start-"), max_iters=4, pool=pool)
+    namespace: dict[str, Any] = {}
+    quiet_gc()
+    run = agent.run("Delegate one probe.", namespace=namespace, listeners=[on_event])
+    if run.status != "finished" or namespace.get("answer") != "ok" or len(marks) != len(SEGMENTS):
+        raise RuntimeError(f"the delegate probe went wrong: {run.status} {run.error} {namespace.get('answer')!r}")
+    previous = namespace["_bench_t0"]
+    for key, _ in SEGMENTS:
+        _segments.setdefault(key, []).append(marks[key] - previous)
+        previous = marks[key]
+    return marks["first code done"] - namespace["_bench_t0"]
+
+
+# Where a delegated start's time goes, read off the run's own events.
+SEGMENTS = [
+    ("built", "build the sub-agent (its DeepAgent and dspy.RLM) and announce it"),
+    ("running", "start its thread; DeepAgent.run set-up"),
+    ("first LM reply", "take a pooled kernel, install DSPy's sandbox facade (one execute), first LM call"),
+    ("first code done", "run the first code in the kernel"),
+]
+_segments: dict[str, list[float]] = {}
