@@ -12,6 +12,7 @@ they measure, and wait for it to be full again between measurements.
 from __future__ import annotations
 
 import importlib
+import time
 from typing import Any
 
 from . import peers
@@ -129,3 +130,27 @@ def raw_roundtrip(samples: int = 50) -> float:
     finally:
         _pool.release(kernel)
         refill(1)
+
+
+def deepagent_kernel(script: list[Action]) -> "peers.Play":
+    """A sub-agent as delegation runs it (a DeepAgent on a KernelInterpreter), played on this thread."""
+    import tempfile
+
+    from deepagent_magics.delegation import Budget, SubAgent, Tree
+    from deepagent_magics.run import Run
+
+    from .trajectory import dspy_steps
+
+    play = peers.Play("deepagent_kernel")
+    lm = peers._timed_lm(dspy_steps(script), play)
+    tree = Tree(Run("root"), Budget(1), pool(1))
+    agent = SubAgent(tree=tree, lm=lm, workspace=tempfile.mkdtemp(prefix="bench-ws-"), max_iters=len(script) + 5, depth=1)
+    try:
+        started = time.perf_counter()
+        run = agent.run(peers.TASK)
+        play.wall = time.perf_counter() - started
+    finally:
+        refill()
+    play.result = run.result
+    play.extra["status"] = run.status
+    return play

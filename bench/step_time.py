@@ -31,7 +31,7 @@ LABELS = {
     "rlm_shell": "dspy.RLM + ShellInterpreter",
     "deepagent": "DeepAgent.run, ShellInterpreter (live namespace)",
     "rlm_kernel": "dspy.RLM + KernelInterpreter (pooled kernel)",
-    "deepagent_kernel": "DeepAgent, KernelInterpreter (sub-agent path)",
+    "deepagent_kernel": "SubAgent.run, KernelInterpreter (a sub-agent as delegation runs it)",
     "deepagents": "LangChain deepagents 0.7 + fake chat model (peer)",
 }
 
@@ -44,6 +44,12 @@ def players() -> dict[str, Callable[[list], peers.Play]]:
     }
     if kernels.available() is None:
         found["rlm_kernel"] = kernels.rlm_kernel
+        try:
+            import deepagent_magics.delegation  # noqa: F401  (SubAgent: a DeepAgent on a KernelInterpreter)
+
+            found["deepagent_kernel"] = kernels.deepagent_kernel
+        except ImportError:
+            pass
     if langchain_peer.available() is None:
         found["deepagents"] = peers.deepagents
     return found
@@ -57,6 +63,7 @@ def run(config: Config) -> dict[str, Any]:
     if config.smoke:
         playing.pop("deepagents", None)
         playing.pop("rlm_kernel", None)
+        playing.pop("deepagent_kernel", None)
     try:
         plays = _rounds(playing, script, rounds)
     finally:
