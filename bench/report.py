@@ -55,7 +55,7 @@ def _summary(benchmarks: list[dict[str, Any]]) -> str:
             continue
         for goal in bench["targets"]:
             lines.append(f"| {bench['title']} | {_cell(goal['what'])} | {_cell(goal['target'])} | "
-                         f"{_cell(goal['measured'])} | {_met(goal['met'])} |")
+                         f"{_cell(goal['measured'])} | {_met(goal)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -68,7 +68,7 @@ def _section(bench: dict[str, Any]) -> str:
         lines += [f"**{item['title']}**", "", _table(item["columns"], item["rows"]), ""]
     if bench.get("targets"):
         lines += ["| target | goal | measured | met |", "|---|---|---|---|"]
-        lines += [f"| {_cell(goal['what'])} | {_cell(goal['target'])} | {_cell(goal['measured'])} | {_met(goal['met'])} |"
+        lines += [f"| {_cell(goal['what'])} | {_cell(goal['target'])} | {_cell(goal['measured'])} | {_met(goal)} |"
                   for goal in bench["targets"]]
         lines.append("")
     for note in bench.get("notes", []):
@@ -104,5 +104,6 @@ def _cell(value: Any) -> str:
     return "" if value is None else str(value).replace("|", "\\|").replace("\n", " ")
 
 
-def _met(met: bool | None) -> str:
-    return {True: "yes", False: "**no**", None: "—"}[met]
+def _met(goal: dict[str, Any]) -> str:
+    text = {True: "yes", False: "**no**", None: "—"}[goal["met"]]
+    return f"{text} ({goal['missed_by']})" if goal.get("missed_by") else text

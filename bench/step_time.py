@@ -106,16 +106,16 @@ def run(config: Config) -> dict[str, Any]:
 
     deep = per_step["deepagent"]
     out["targets"].append(target("DeepAgent.run (live namespace) vs LocalInterpreter, per step", "≤ 0.5×",
-                                 _x(deep, local), deep <= 0.5 * local))
+                                 _x(deep, local), deep <= 0.5 * local, deep / (0.5 * local)))
     if lang:
         out["targets"].append(target("DeepAgent.run (live namespace) vs deepagents, per step", "≤ 0.2×",
-                                     _x(deep, lang), deep <= 0.2 * lang))
+                                     _x(deep, lang), deep <= 0.2 * lang, deep / (0.2 * lang)))
     else:
         out["targets"].append(target("DeepAgent.run vs deepagents, per step", "≤ 0.2×", "deepagents not available in this run", None))
     if "rlm_kernel" in per_step:
         kernel = per_step["rlm_kernel"]
         out["targets"].append(target("KernelInterpreter vs LocalInterpreter, per step", "≤ 1.5×",
-                                     _x(kernel, local), kernel <= 1.5 * local))
+                                     _x(kernel, local), kernel <= 1.5 * local, kernel / (1.5 * local)))
     else:
         out["targets"].append(target("KernelInterpreter vs LocalInterpreter, per step", "≤ 1.5×",
                                      f"not available in this run ({kernels.available()})", None))
