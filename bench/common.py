@@ -77,10 +77,13 @@ def not_available(name: str, title: str, command: str, reason: str, **fields: An
     return result(name, title, command, status="not available", reason=reason, **fields)
 
 
-def target(what: str, goal: str, measured: str, met: bool | None, over: float | None = None) -> dict[str, Any]:
-    """One target; ``over`` is measured ÷ goal for an upper bound (goal ÷ measured for a lower one)."""
-    return {"what": what, "target": goal, "measured": measured, "met": met,
-            "missed_by": f"{over:.1f}× the goal" if met is False and over else None}
+def target(what: str, goal: str, measured: str, met: bool | None, over: float | None = None,
+           lower_bound: bool = False) -> dict[str, Any]:
+    """One target; ``over`` is measured ÷ goal for an upper bound, goal ÷ measured for a lower one."""
+    missed = None
+    if met is False and over:
+        missed = f"{over:.1f}× short of the goal" if lower_bound else f"{over:.1f}× the goal"
+    return {"what": what, "target": goal, "measured": measured, "met": met, "missed_by": missed}
 
 
 def table(title: str, columns: list[str], rows: list[list[Any]]) -> dict[str, Any]:
