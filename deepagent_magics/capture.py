@@ -95,23 +95,38 @@ def capture_streams() -> Iterator[io.StringIO]:
 
 
 @contextmanager
-def capture_displays(shell) -> Iterator[list[dict]]:
-    """Collect ``display()`` output (its MIME bundles) on the main thread of an IPython shell."""
-    outputs: list[dict] = []
-    if shell is None or threading.current_thread() is not threading.main_thread():
-        yield outputs
+def capture_displays(shell, into: io.StringIO) -> Iterator[None]:
+    """Write ``display()`` output, as text, into ``into`` where it happens (main thread only).
+
+    ``display()`` publishes through the process's IPython singleton, which may not be
+    the ``shell`` handed to us (tests, embedded shells): both are redirected.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    from IPython.core.displaypub import DisplayPublisher
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shells = {id(s): s for s in (shell, InteractiveShell.initialized() and InteractiveShell.instance()) if s}
+    if not shells:
+        yield
         return
 
-    from IPython.core.displaypub import CapturingDisplayPublisher
+    class TextPublisher(DisplayPublisher):
+        def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs):
+            into.write(bundle_to_text(data).rstrip("\n") + "\n")
 
-    saved = shell.display_pub
-    publisher = CapturingDisplayPublisher()
-    shell.display_pub = publisher
+        def clear_output(self, wait=False):
+            pass
+
+    saved = {key: s.display_pub for key, s in shells.items()}
+    for s in shells.values():
+        s.display_pub = TextPublisher()
     try:
-        yield outputs
+        yield
     finally:
-        shell.display_pub = saved
-        outputs.extend(o.get("data", {}) if isinstance(o, dict) else o.data for o in publisher.outputs)
+        for key, s in shells.items():
+            s.display_pub = saved[key]
 
 
 def bundle_to_text(data: dict) -> str:

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator
 
 from dspy.primitives.code_interpreter import CodeExecutionError, FinalOutput
 
-from .capture import bundle_to_text, capture_displays, capture_streams
+from .capture import capture_displays, capture_streams
 from .run import Run, describe_execution
 from .session import accept_positional, copy_metadata
 
@@ -139,7 +139,7 @@ class ShellInterpreter:
         body, tail = _split_trailing_expression(tree)
 
         try:
-            with capture_streams() as stream, capture_displays(self.shell) as displays, self._time_limit():
+            with capture_streams() as stream, capture_displays(self.shell, stream), self._time_limit():
                 try:
                     if body.body:
                         exec(compile(body, filename, "exec"), self.namespace)
@@ -162,7 +162,6 @@ class ShellInterpreter:
                         self._injected[name] = value
 
         parts = [stream.getvalue()]
-        parts += [bundle_to_text(bundle) for bundle in displays]
         if value is not None:
             parts.append(value if isinstance(value, str) else _safe_repr(value))
         output = "\n".join(part.rstrip("\n") for part in parts if part)

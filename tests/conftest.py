@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import dspy
 import pytest
+from IPython import get_ipython
 from IPython.testing.globalipapp import start_ipython
 
 
 @pytest.fixture(scope="session")
 def _shell():
-    shell = start_ipython()
+    shell = start_ipython() or get_ipython()  # start_ipython returns None once started
     shell.run_line_magic("load_ext", "deepagent_magics")
     return shell
 

@@ -31,20 +31,18 @@ def test_stdout_and_stderr_are_captured_not_leaked(capfd):
     assert "hello" not in capfd.readouterr().out
 
 
-def test_rich_display_output_reaches_the_lm():
-    from IPython.testing.globalipapp import start_ipython
-
-    shell = start_ipython()
-    interpreter = make({}, shell=shell)
+def test_rich_display_output_reaches_the_lm(_shell):
+    interpreter = make({}, shell=_shell)
     code = (
         "from IPython.display import display\n"
         "class Table:\n"
         "    def __repr__(self): return 'Table(3 rows)'\n"
         "    def _repr_html_(self): return '<table></table>'\n"
+        "print('before')\n"
         "display(Table())\n"
         "print('after')"
     )
-    assert interpreter.execute(code) == "after\nTable(3 rows)"
+    assert interpreter.execute(code) == "before\nTable(3 rows)\nafter"  # in the order it happened
 
 
 def test_errors_come_back_as_a_traceback_of_the_agents_code():
