@@ -7,7 +7,7 @@ prepared, so the first step runs within milliseconds of taking it.
 
 Each step is one ``execute_request`` (see `kernel_side`); what the code prints
 and displays comes back on the iopub channel, and how it ended (ok, SUBMIT,
-error) as one result message. Tool calls go to the host over the stdin channel:
+error) in the ``execute_reply``. Tool calls go to the host over the stdin channel:
 the kernel's tool stubs call ``input()`` with a JSON request, the host runs the
 tool (through ``session.wrap_tool``, so it acts on the sub-agent's run) and
 answers with the JSON result. Every tool works this way, ``llm_query`` and
@@ -26,7 +26,7 @@ from dspy.primitives.facade import HOST_TOKEN_VAR
 
 from .capture import bundle_to_text
 from .kernel_pool import Kernel, KernelPool, KernelStartError, start_kernel
-from .kernel_side import RESULT_MIME, RUNTIME_NAME, SETUP_FILENAME, TOOL_PROMPT
+from .kernel_side import RESULT_SOURCE, RUNTIME_NAME, SETUP_FILENAME, TOOL_PROMPT
 from .run import Run, describe_execution
 from .session import Session, accept_positional
 
@@ -87,6 +87,7 @@ class KernelInterpreter:
         self._wrap_tool = wrap_tool or accept_positional
         self._wrapped: dict[str, tuple[Any, Callable[..., Any]]] = {}
         self._sent: dict[str, Any] = {}
+        self._bound: tuple[list[str], list[str]] | None = None
         self._poller: zmq.Poller | None = None
         self._first = True
         self._shut_down = False
@@ -163,19 +164,18 @@ class KernelInterpreter:
         self.start()
         assert self.kernel is not None
         variables = dict(variables or {})
-        request = {
-            "code": code,
-            "variables": self._changed(variables),
-            "tools": sorted(self.tools),
-            "outputs": [field["name"] for field in (self.output_fields or [])] or ["result"],
-            "setup": HOST_TOKEN_VAR in variables,
-        }
+        request: dict[str, Any] = {"code": code, "variables": self._changed(variables),
+                                   "setup": HOST_TOKEN_VAR in variables}
+        bindings = (sorted(self.tools), [field["name"] for field in (self.output_fields or [])] or ["result"])
+        if bindings != self._bound:  # the tool stubs and SUBMIT, bound again only when they change
+            request["tools"], request["outputs"] = self._bound = bindings
         if self._first and self.cwd:
             request["cwd"] = self.cwd
         self._first = False
         payload = json.dumps(request, default=str)
         msg_id = self.kernel.client.execute(
-            f"{RUNTIME_NAME}.run({payload!r})", store_history=False, allow_stdin=True, stop_on_error=False
+            f"{RUNTIME_NAME}.run({payload!r})", silent=True, store_history=False, allow_stdin=True,
+            stop_on_error=False,
         )
         try:
             return self._collect(msg_id, request["setup"])
@@ -200,8 +200,8 @@ class KernelInterpreter:
         streaming = False
         result: dict[str, Any] | None = None
         error: dict[str, Any] | None = None
-        done = False
-        while not done:
+        idle = replied = False
+        while not (idle and replied):
             self._check_stopped()
             now = time.monotonic()
             if deadline is not None and now >= deadline and interrupted_at is None:
@@ -241,18 +241,22 @@ class KernelInterpreter:
                         continue
                     streaming = False
                     if kind in ("display_data", "execute_result", "update_display_data"):
-                        data = content.get("data", {})
-                        if RESULT_MIME in data:
-                            result = data[RESULT_MIME]
-                        else:
-                            parts.append(bundle_to_text(data))
+                        parts.append(bundle_to_text(content.get("data", {})))
                     elif kind == "error":
                         error = content
                     elif kind == "status" and content.get("execution_state") == "idle":
-                        done = True
+                        idle = True  # every output of the request has arrived
             if shell.socket in events:
                 while shell.msg_ready():
-                    shell.get_msg(timeout=0)  # execute_reply: everything we need came on iopub
+                    msg = shell.get_msg(timeout=0)
+                    if msg["parent_header"].get("msg_id") != msg_id:
+                        continue
+                    replied = True
+                    if msg["content"].get("status") == "error" and error is None:
+                        error = msg["content"]
+                    for payload in msg["content"].get("payload") or []:
+                        if payload.get("source") == RESULT_SOURCE:
+                            result = payload.get("result")
             if not events and not kernel.alive():
                 self._check_stopped()
                 raise CodeInterpreterError(self._died_message())

@@ -24,6 +24,7 @@ poller would end the kernel too, but not what the agent's code started).
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import logging
 import os
@@ -37,7 +38,8 @@ import weakref
 from collections import deque
 from typing import Any
 
-from jupyter_client import KernelManager
+import zmq
+from jupyter_client import AsyncKernelManager, BlockingKernelClient
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 
 from . import kernel_side
@@ -54,7 +56,7 @@ _INSTALL = (
     "    module = types.ModuleType('_deepagent_kernel_side')\n"
     "    exec(compile(source, {filename!r}, 'exec'), module.__dict__)\n"
     "    sys.modules[module.__name__] = module\n"
-    "    module.install(host_pid={host_pid})\n"
+    "    module.install(host_pid={host_pid}, lifeline_fd={lifeline_fd})\n"
     "_deepagent_install({source!r})\n"
     "del _deepagent_install\n"
 )
@@ -91,12 +93,17 @@ class Kernel:
     ``kill()`` only signals the process and may be called from any thread;
     ``close()`` also releases the sockets and files and belongs to the thread
     using the client (zmq sockets are not thread-safe).
+
+    jupyter_client's blocking wrappers (``run_sync``) cache their event loop in a
+    context variable, which ``contextvars.copy_context()`` would share between the
+    sub-agents' threads; so the manager is the async one, driven by
+    ``asyncio.run``, and the client is only used for its (synchronous) sockets.
     """
 
     def __init__(self, kernel_name: str | None = None):
         self.kernel_name = kernel_name or HOST_KERNEL
         self.dir = tempfile.mkdtemp(prefix="deepagent-kernel-")
-        self.manager = KernelManager(
+        self.manager = AsyncKernelManager(
             kernel_spec_manager=_HostSpecs(),
             kernel_name=self.kernel_name,
             transport="ipc",  # unix sockets in a private directory: no open TCP ports
@@ -117,7 +124,8 @@ class Kernel:
         """Launch the kernel, connect a client and install the kernel-side runtime."""
         try:
             with open(self.log_path, "wb") as output:  # the kernel's own logs, not the notebook's
-                self.manager.start_kernel(cwd=cwd or os.getcwd(), stdout=output, stderr=output)
+                _run_async(self.manager.start_kernel(cwd=cwd or os.getcwd(), stdout=output, stderr=output,
+                                                     pass_fds=(_lifeline(),)))
         except Exception as exc:
             self.close()
             raise KernelStartError(f"could not start kernel {self.kernel_name!r}: {exc}") from exc
@@ -126,11 +134,12 @@ class Kernel:
         self.started_at = time.time()
         _register(self)
         try:
-            self.client = self.manager.client()
+            self.client = BlockingKernelClient(connection_file=self.manager.connection_file, context=_context())
+            self.client.load_connection_file()
             self.client.start_channels(hb=False)
-            self.client.wait_for_ready(timeout=timeout)
+            self._wait_ready(timeout)
             self.run_setup(_INSTALL.format(source=_source(), filename=kernel_side.RUNTIME_FILENAME,
-                                           host_pid=os.getpid()), timeout)
+                                           host_pid=os.getpid(), lifeline_fd=_lifeline()), timeout)
         except Exception as exc:
             detail = self.log_tail()
             self.close()
@@ -138,6 +147,29 @@ class Kernel:
                 f"kernel {self.kernel_name!r} did not start: {exc}" + (f"\n{detail}" if detail else "")
             ) from exc
         return self
+
+    def _wait_ready(self, timeout: float) -> None:
+        """Until the kernel answers kernel_info on shell and its status reaches us on iopub
+        (a SUB socket joins late: output sent before it has joined would be lost)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise KernelStartError(f"the kernel exited during start-up (exit code {self.exit_code()})")
+            msg_id = self.client.kernel_info()
+            replied = seen = False
+            until = min(deadline, time.monotonic() + 1.0)
+            while not (replied and seen) and time.monotonic() < until:
+                for channel in (self.client.shell_channel, self.client.iopub_channel):
+                    try:
+                        msg = channel.get_msg(timeout=0.05)
+                    except Exception:  # queue.Empty
+                        continue
+                    if msg["parent_header"].get("msg_id") == msg_id:
+                        replied |= msg["msg_type"] == "kernel_info_reply"
+                        seen |= msg["msg_type"] == "status"
+            if replied and seen:
+                return
+        raise KernelStartError(f"the kernel did not answer within {timeout:g} s")
 
     def run_setup(self, code: str, timeout: float = STARTUP_TIMEOUT) -> None:
         """Execute set-up code quietly and wait until it has run; raise on an error."""
@@ -175,11 +207,16 @@ class Kernel:
 
     def interrupt(self) -> None:
         """Interrupt the code running in the kernel (SIGINT to its process group)."""
-        if self.alive():
-            try:
-                self.manager.interrupt_kernel()
-            except Exception:
-                log.debug("interrupting kernel %s failed", self.pid, exc_info=True)
+        if not self.alive():
+            return
+        try:
+            spec = self.manager.kernel_spec
+            if getattr(spec, "interrupt_mode", "signal") == "signal" and self.pgid:
+                os.killpg(self.pgid, signal.SIGINT)
+            else:  # a kernel that wants an interrupt_request message
+                _run_async(self.manager.interrupt_kernel())
+        except Exception:
+            log.debug("interrupting kernel %s failed", self.pid, exc_info=True)
 
     def kill(self) -> None:
         """Kill the kernel's process group now; safe from any thread."""
@@ -204,7 +241,9 @@ class Kernel:
             if self.client is not None:
                 self.client.stop_channels()
             if self.manager.provisioner is not None:
-                self.manager.cleanup_resources()
+                # The manager's control socket and zmq context: closed now, never left to the
+                # garbage collector (a context collected before its sockets blocks forever).
+                _run_async(self.manager.cleanup_resources())
         except Exception:
             log.debug("cleaning up kernel %s failed", self.pid, exc_info=True)
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -222,6 +261,53 @@ class Kernel:
     def __repr__(self) -> str:
         state = "closed" if self.closed else ("killed" if self.killed else ("alive" if self.alive() else "dead"))
         return f"<Kernel {self.kernel_name} pid={self.pid} {state}>"
+
+
+def _run_async(coroutine: Any) -> Any:
+    """Run a coroutine to completion from synchronous code, in this thread or (when a loop
+    already runs here, as on a notebook's main thread) in a helper thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = asyncio.run(coroutine)
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    helper = threading.Thread(target=run, name="deepagent-kernel-start", daemon=True)
+    helper.start()
+    helper.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
+_zmq_context: zmq.Context | None = None
+_lifeline_pipe: tuple[int, int, int] | None = None
+
+
+def _lifeline() -> int:
+    """The read end of a pipe whose write end only this process holds (both are
+    non-inheritable; each kernel gets the read end): it reads EOF in a kernel the moment
+    this process is gone, however it died."""
+    global _lifeline_pipe
+    with _live_lock:
+        if _lifeline_pipe is None or _lifeline_pipe[2:] != (os.getpid(),):
+            read, write = os.pipe()
+            _lifeline_pipe = (read, write, os.getpid())
+        return _lifeline_pipe[0]
+
+
+def _context() -> zmq.Context:
+    """One zmq context for every kernel client (a context per client would be a thread each)."""
+    global _zmq_context
+    if _zmq_context is None:
+        _zmq_context = zmq.Context()
+    return _zmq_context
 
 
 def start_kernel(kernel_name: str | None = None, cwd: str | None = None,

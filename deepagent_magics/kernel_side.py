@@ -1,10 +1,12 @@
 """The kernel side of `KernelInterpreter`: this file's source runs inside each sub-agent's kernel.
 
 The host installs it once per kernel, when the pool warms the kernel up, as the
-hidden name ``_deepagent_runtime``. Each step is then one ``execute_request``
-calling ``_deepagent_runtime.run(request)``, which runs the agent's code in the
-kernel's namespace and publishes one display message of type `RESULT_MIME`
-saying how the code ended (ok, SUBMIT, error, interrupted).
+hidden name ``_deepagent_runtime``. Each step is then one silent
+``execute_request`` calling ``_deepagent_runtime.run(request)``, which runs the
+agent's code in the kernel's namespace (its output goes out on iopub as usual)
+and says how the code ended (ok, SUBMIT, error, interrupted) in a payload of the
+``execute_reply``, marked ``"source": RESULT_SOURCE``: one message fewer than a
+display message, and no execute_input broadcast.
 
 Tool calls go the other way over the kernel's stdin channel: a tool here is a
 stub that calls ``input()`` with `TOOL_PROMPT` and a JSON request; the host
@@ -24,7 +26,7 @@ import threading
 import traceback
 
 TOOL_PROMPT = "__deepagent_tool__ "
-RESULT_MIME = "application/vnd.deepagent.result+json"
+RESULT_SOURCE = "deepagent"
 RUNTIME_NAME = "_deepagent_runtime"
 SETUP_FILENAME = "<deepagent setup>"
 RUNTIME_FILENAME = "<deepagent kernel_side>"  # this file, as the kernel compiles it
@@ -47,14 +49,22 @@ class Runtime:
     def __init__(self, namespace):
         self.namespace = namespace
         self.steps = 0
+        self.tool_names = []
+        self.submit = self._submit(["result"])
         self._tool_lock = threading.Lock()  # one input_request at a time
 
     # ----------------------------------------------------------------- tools
-    def bind_tools(self, names, outputs=("result",)):
-        for name in names:
+    def bind_tools(self, names=None, outputs=None):
+        """Bind a stub per tool name and SUBMIT; rebind any the agent's code overwrote."""
+        if names is not None:
+            self.tool_names = list(names)
+        if outputs is not None:
+            self.submit = self._submit(list(outputs) or ["result"])
+        for name in self.tool_names:
             if getattr(self.namespace.get(name), "_deepagent_tool", None) != name:
                 self.namespace[name] = self._stub(name)
-        self.namespace["SUBMIT"] = self._submit(list(outputs) or ["result"])
+        if self.namespace.get("SUBMIT") is not self.submit:
+            self.namespace["SUBMIT"] = self.submit
 
     def _stub(self, name):
         runtime = self
@@ -98,11 +108,11 @@ class Runtime:
 
     # ----------------------------------------------------------------- steps
     def run(self, request_json):
-        """Run one step; publish how it ended as a `RESULT_MIME` display message."""
+        """Run one step; say how it ended in the execute_reply's payload."""
         request = json.loads(request_json)
         if request.get("cwd"):
             os.chdir(request["cwd"])
-        self.bind_tools(request.get("tools", ()), request.get("outputs") or ["result"])
+        self.bind_tools(request.get("tools"), request.get("outputs"))
         self.namespace.update(request.get("variables") or {})
         self._publish(self._run_code(request["code"], bool(request.get("setup"))))
 
@@ -133,9 +143,9 @@ class Runtime:
 
     @staticmethod
     def _publish(result):
-        from IPython.display import publish_display_data
+        from IPython import get_ipython
 
-        publish_display_data({RESULT_MIME: result})
+        get_ipython().payload_manager.write_payload({"source": RESULT_SOURCE, "result": result})
 
 
 def _echo(value):
@@ -166,28 +176,46 @@ def _format_traceback(exc, library_frames=3):
     return "".join(lines).rstrip()
 
 
-def install(host_pid=None):
+def install(host_pid=None, lifeline_fd=None):
     """Bind the runtime in the kernel's namespace (called by the host once per kernel)."""
     from IPython import get_ipython
 
     namespace = get_ipython().user_ns
     namespace[RUNTIME_NAME] = Runtime(namespace)
     if host_pid:
-        _end_with_host(int(host_pid))
+        _end_with_host(int(host_pid), lifeline_fd)
 
 
-def _end_with_host(host_pid, interval=0.5):
+def _end_with_host(host_pid, lifeline_fd=None, interval=0.5):
     """When the host dies (even by SIGKILL), kill this kernel's process group: the kernel and what
-    the agent's code started. Only when the kernel leads its own group, as jupyter_client starts it."""
+    the agent's code started. Only when the kernel leads its own group, as jupyter_client starts it.
+
+    ``lifeline_fd`` is the read end of a pipe whose write end only the host holds: it reads EOF
+    the moment the host is gone (before ipykernel's own parent poller, which would end the kernel
+    but not its children, notices). Without it, the parent pid is polled."""
+    import select
     import signal
     import time
 
     if os.name != "posix" or os.getpgid(0) != os.getpid():
         return
 
-    def watch():
-        while os.getppid() == host_pid:
+    def host_gone():
+        if os.getppid() != host_pid:
+            return True
+        if lifeline_fd is None:
             time.sleep(interval)
+            return False
+        try:
+            readable, _, _ = select.select([lifeline_fd], [], [], interval)
+            return bool(readable) and not os.read(lifeline_fd, 1)
+        except OSError:  # the kernel was launched without the pipe
+            time.sleep(interval)
+            return False
+
+    def watch():
+        while not host_gone():
+            pass
         os.killpg(0, signal.SIGKILL)
 
     threading.Thread(target=watch, name="deepagent-host-watch", daemon=True).start()

@@ -96,6 +96,7 @@ interpreter.execute("import subprocess; child = subprocess.Popen(['sleep', '600'
 grandchild = int(interpreter.execute("child.pid"))
 pool.wait_ready(timeout=120)
 print(json.dumps({"kernels": pool.pids(), "grandchild": grandchild}), flush=True)
+sys.stdin.readline()  # until the test has seen them alive
 {ending}
 """
 
@@ -106,13 +107,16 @@ def test_no_kernel_outlives_its_host_process(tmp_path, ending):
     parent poller ends them."""
     script = tmp_path / "host.py"
     script.write_text(textwrap.dedent(HOST).replace("{ending}", ending))
-    host = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=tmp_path)
+    host = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, cwd=tmp_path)
     try:
         line = host.stdout.readline()
         assert line, "the host printed nothing"
         started = json.loads(line)
         pids = started["kernels"] + [started["grandchild"]]
         assert len(started["kernels"]) == 3 and not any(gone(pid) for pid in pids)
+        host.stdin.write("go\n")
+        host.stdin.flush()
         if ending.startswith("time.sleep"):
             host.send_signal(signal.SIGKILL)
         assert host.wait(timeout=60) in (0, -signal.SIGKILL)
