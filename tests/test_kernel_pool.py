@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import json
 import os
 import signal
 import subprocess
 import sys
-import time
 import textwrap
+import threading
+import time
 
 import psutil
 import pytest
+from jupyter_core.utils import ensure_event_loop
 
 from deepagent_magics import kernel_pool
 from deepagent_magics.kernel_pool import KernelPool, KernelStartError
@@ -68,6 +71,30 @@ def test_an_empty_pool_starts_kernels_on_demand_and_resizes():
         assert pool.wait_ready(timeout=120)
         pool.resize(0)
         assert pool.ready == 0 and pool.pids() == []
+    finally:
+        pool.stop()
+
+
+def test_cold_starts_in_threads_that_share_a_copied_context():
+    """Sub-agent threads run in copies of their parent's context (for DSPy's settings); starting
+    kernels there must not share one event loop through it (jupyter_client's blocking API would)."""
+    ensure_event_loop()  # this thread has used jupyter_client's blocking API, as a notebook may have
+    pool = KernelPool(size=0)
+    kernels, errors = [], []
+
+    def take():
+        try:
+            kernels.append(pool.take())
+        except Exception as exc:  # pragma: no cover - what the test guards against
+            errors.append(exc)
+
+    threads = [threading.Thread(target=contextvars.copy_context().run, args=(take,)) for _ in range(3)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert errors == [] and len(kernels) == 3 and all(k.alive() for k in kernels)
     finally:
         pool.stop()
 
