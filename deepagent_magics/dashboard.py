@@ -135,9 +135,9 @@ def tree_html(files: list[tuple[str, int]], written: set[str], more: bool = Fals
             folder = "/".join(parts[:depth])
             if folder not in shown_dirs:
                 shown_dirs.add(folder)
-                rows.append(f'<div style="padding-left:{(depth - 1) * 14}px">📁 {esc(parts[depth - 1])}/</div>')
+                rows.append(f'<div style="padding-left:{(depth - 1) * 14}px"><b>▾ {esc(parts[depth - 1])}/</b></div>')
         mark = '<span class="dag-new">● written</span>' if path in written else ""
-        rows.append(f'<div style="padding-left:{(len(parts) - 1) * 14}px">📄 {esc(parts[-1])}'
+        rows.append(f'<div style="padding-left:{(len(parts) - 1) * 14 + 12}px">{esc(parts[-1])}'
                     f'<span class="dag-size">{human_size(size)}</span>{mark}</div>')
     if more:
         rows.append(f"<div><i>… more files (showing {len(files)})</i></div>")
