@@ -25,12 +25,14 @@ SETUP = '''\
 # Stand-ins for the agent's tools, so the recorded code re-runs without a model.
 # File tools act on WORKSPACE (the run's workspace; point it elsewhere to leave that untouched).
 import json as _json
+import os as _os
 from pathlib import Path as _Path
 
 from deepagent_magics.workspace import Workspace as _Workspace
 
 WORKSPACE = _Path({workspace!r})
 _ws = _Workspace(WORKSPACE)
+_NOTEBOOK_DIR = _os.getcwd()  # sub-agents' code ran in the workspace: their sections change there and back
 _todos = _json.loads({todos!r})
 _subagent_results = _json.loads({results!r})  # what each sub-agent returned, in order
 _replays = _json.loads({replays!r})  # tool name -> per call, what the sub-agents it started returned
@@ -84,6 +86,11 @@ def _replay(name, many):
         results = calls.pop(0)
     else:
         results = [_subagent_results.pop(0) if _subagent_results else "[replay: no recorded result]"]
+    if name == "review":  # the tool returns the reviewer's JSON verdict as a dict
+        try:
+            results = [_json.loads(r) if isinstance(r, str) else r for r in results]
+        except ValueError:
+            pass
     return results if many else results[0]
 
 
@@ -187,7 +194,11 @@ def _add_subagent(nb: nbformat.NotebookNode, child: dict[str, Any], level: int, 
     nb.cells.append(new_markdown_cell(
         f"{heading} Sub-agent `{child.get('id')}`{where}\n\n{task}\n\n"
         f"**{child.get('status')}** · {len(child.get('steps') or [])} steps · result: {child.get('result')!s:.200}"))
+    cwd = {"tags": ["deepagent-cwd"]}
+    nb.cells.append(new_code_cell("_os.chdir(WORKSPACE)  # this sub-agent's kernel ran in the workspace", metadata=cwd))
     _add_steps(nb, child, level + 1)
+    back = "WORKSPACE" if child.get("depth", 1) > 1 else "_NOTEBOOK_DIR"
+    nb.cells.append(new_code_cell(f"_os.chdir({back})  # back where the parent's code ran", metadata=dict(cwd)))
 
 
 def _result(record: dict[str, Any]) -> str:
