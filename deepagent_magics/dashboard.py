@@ -155,8 +155,8 @@ def file_head(path: Path) -> str:
     return f'<pre class="dag-pre">{esc(chr(10).join(lines))}{chr(10) + "…" if cut else ""}</pre>'
 
 
-def _box(title: str, *children: W.Widget, flex: str = "1 1 0") -> W.VBox:
-    label = W.HTML(f'<div class="dag-panel-title">{esc(title)}</div>')
+def _box(title: str, *children: W.Widget, flex: str = "1 1 0", style: str = "") -> W.VBox:
+    label = W.HTML(f'{style}<div class="dag-panel-title">{esc(title)}</div>')
     return W.VBox([label, *children], layout=W.Layout(flex=flex, min_width="0", padding="4px 8px",
                                                       border="1px solid var(--jp-border-color2, #ddd)"))
 
@@ -228,7 +228,7 @@ class Dashboard:
 
     def __init__(self, run: Run):
         self.run = run
-        self.status = W.HTML(STYLE + status_line(run))
+        self.status = W.HTML(status_line(run))
         self.todos = W.HTML(todos_html(run.todos))
         self.tree = W.HTML(tree_html([], set()))
         self.preview_choice = W.Dropdown(options=[], description="Preview", layout=W.Layout(width="95%"))
@@ -245,7 +245,7 @@ class Dashboard:
         self._tree_files: list[str] = []
         panels = W.HBox([_box("Todos", self.todos), _box("Workspace", self.tree, self.preview_choice, self.preview)],
                         layout=W.Layout(width="100%"))
-        self.widget = W.VBox([self.status, panels, _box("Trajectory", self.root.widget, flex="1 1 auto"),
+        self.widget = W.VBox([self.status, panels, _box("Trajectory", self.root.widget, flex="1 1 auto", style=STYLE),
                               self.result_box], layout=W.Layout(width="100%"))
         self.widget.add_class(DASHBOARD_CLASS)
 
@@ -285,7 +285,7 @@ class Dashboard:
         if view is not None and view is not self.root and kind in (STEP_STARTED, STEP_FINISHED, LM_USAGE, STATUS,
                                                                    RUN_STARTED, RUN_FINISHED, SUBAGENT_FINISHED):
             view.refresh()
-        self.status.value = STYLE + status_line(self.run)
+        self.status.value = status_line(self.run)
 
     def _view_for(self, run: Run) -> RunView | None:
         """The view of ``run``, made (nested under its parent's step) the first time it is seen."""
@@ -306,7 +306,7 @@ class Dashboard:
     # ------------------------------------------------------------------ panels
     def refresh(self) -> None:
         """Patch the status lines (after a replay has restored the run's times)."""
-        self.status.value = STYLE + status_line(self.run)
+        self.status.value = status_line(self.run)
         for view in self.views.values():
             view.refresh()
 
@@ -363,4 +363,4 @@ class Dashboard:
 
     def close(self) -> None:
         """Nothing to stop: the widgets stay, and the preview keeps working after the cell."""
-        self.status.value = STYLE + status_line(self.run)
+        self.status.value = status_line(self.run)

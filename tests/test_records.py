@@ -25,7 +25,8 @@ def record_path(workspace, run):
 
 
 def test_the_record_is_written_while_the_run_goes(workspace, monkeypatch):
-    monkeypatch.setattr(RunRecorder, "MIN_INTERVAL", 0.0)  # write after every event
+    monkeypatch.setattr(RunRecorder, "MIN_INTERVAL", 0.0)  # write after every event,
+    monkeypatch.setattr(RunRecorder, "BUDGET", float("inf"))  # however long the last write took
     seen = {}
 
     def at_step_3(event):
@@ -118,7 +119,7 @@ def test_writes_are_throttled_not_one_per_event(workspace, monkeypatch):
 
 def test_sub_agents_are_nested_in_the_record_even_from_another_thread(workspace):
     root = Run("parent task", config={"workspace": str(workspace)})
-    recorder = RunRecorder(root, workspace, min_interval=0.0)
+    recorder = RunRecorder(root, workspace, min_interval=0.0, budget=float("inf"))
     root.start()
     root.begin_step("Delegate.", "delegate('child task')")
 
