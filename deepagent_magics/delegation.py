@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import ast
 import contextvars
+import copy
 import json
 import re
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import dspy
@@ -327,25 +329,46 @@ def _refusal(parent: Any, spec: Spec, tree: Tree) -> str | None:
 
 
 def _child_agent(parent: Any, session: _session.Session, tree: Tree, child: Child) -> SubAgent:
-    return SubAgent(
-        tree=tree,
-        child=child,
-        lm=parent.lm if parent.lm is not None else dspy.settings.lm,
-        sub_lm=parent.sub_lm,
-        workspace=session.workspace.root,
-        max_iters=parent.subagent_max_iters,
-        max_llm_calls=parent.max_llm_calls,
+    """The child's agent: a copy of a built template, with this child's own settings."""
+    agent = copy.copy(_template(
         profile=child.spec.profile or parent.profile,
-        timeout=parent.timeout,
-        tools=parent.extra_tools,
         depth=parent.depth + 1,
         max_depth=parent.max_depth,
-        max_subagents=parent.max_subagents,
-        subagent_max_iters=parent.subagent_max_iters,
-        subagent_timeout=parent.subagent_timeout,
-        max_parallel=parent.max_parallel,
-        pool=tree.pool,
-    )
+        max_iters=parent.subagent_max_iters,
+        max_llm_calls=parent.max_llm_calls,
+        timeout=parent.timeout,
+        tools=tuple(parent.extra_tools),
+        sub_lm=parent.sub_lm,
+    ))
+    agent.tree, agent.child, agent.pool = tree, child, tree.pool
+    agent.lm = parent.lm if parent.lm is not None else dspy.settings.lm
+    agent.workspace = Path(session.workspace.root)
+    for name in ("max_subagents", "subagent_max_iters", "subagent_timeout", "max_parallel"):
+        setattr(agent, name, getattr(parent, name))
+    return agent
+
+
+_templates: "OrderedDict[tuple, SubAgent]" = OrderedDict()
+_templates_lock = threading.Lock()
+TEMPLATES_KEPT = 32
+
+
+def _template(*, profile: str, depth: int, max_depth: int, tools: tuple, sub_lm: Any, **settings: Any) -> SubAgent:
+    """A built sub-agent for these settings. Building a dspy.RLM takes ~10 ms (its signatures are
+    pydantic models) and an RLM keeps each call's state in the call, so every child with the same
+    settings shares one RLM (DeepAgent.run writes only these settings to it)."""
+    instructions = load_profile(profile).instructions(depth=depth, max_depth=max_depth)
+    lm_key = sub_lm if sub_lm is None or isinstance(sub_lm, str) else id(sub_lm)  # the template keeps it alive
+    key = (instructions, profile, depth, max_depth, tools, lm_key, tuple(sorted(settings.items())))
+    with _templates_lock:
+        template = _templates.get(key)
+        if template is None:
+            template = _templates[key] = SubAgent(profile=profile, depth=depth, max_depth=max_depth, tools=tools,
+                                                  sub_lm=sub_lm, instructions=instructions, **settings)
+            while len(_templates) > TEMPLATES_KEPT:
+                _templates.popitem(last=False)
+        _templates.move_to_end(key)
+        return template
 
 
 def _supervise(run: Run, tree: Tree, me: Child | None, children: list[Child], max_parallel: int) -> None:

@@ -164,8 +164,10 @@ class KernelInterpreter:
         self.start()
         assert self.kernel is not None
         variables = dict(variables or {})
-        request: dict[str, Any] = {"code": code, "variables": self._changed(variables),
-                                   "setup": HOST_TOKEN_VAR in variables}
+        setup = HOST_TOKEN_VAR in variables
+        if setup and code in self.kernel.preinstalled:
+            return None  # the pool ran this set-up (DSPy's shim) when it warmed the kernel
+        request: dict[str, Any] = {"code": code, "variables": self._changed(variables), "setup": setup}
         bindings = (sorted(self.tools), [field["name"] for field in (self.output_fields or [])] or ["result"])
         if bindings != self._bound:  # the tool stubs and SUBMIT, bound again only when they change
             request["tools"], request["outputs"] = self._bound = bindings

@@ -43,6 +43,7 @@ from jupyter_client import AsyncKernelManager, BlockingKernelClient
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 
 from . import kernel_side
+from .kernel_side import RUNTIME_NAME
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +118,7 @@ class Kernel:
         self.closed = False
         self.started_at: float | None = None
         self.log_path = os.path.join(self.dir, "kernel.log")
+        self.preinstalled: frozenset[str] = frozenset()  # set-up code already run in the kernel
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------ lifecycle
@@ -140,6 +142,7 @@ class Kernel:
             self._wait_ready(timeout)
             self.run_setup(_INSTALL.format(source=_source(), filename=kernel_side.RUNTIME_FILENAME,
                                            host_pid=os.getpid(), lifeline_fd=_lifeline()), timeout)
+            self._preinstall_dspy_shim(timeout)
         except Exception as exc:
             detail = self.log_tail()
             self.close()
@@ -147,6 +150,15 @@ class Kernel:
                 f"kernel {self.kernel_name!r} did not start: {exc}" + (f"\n{detail}" if detail else "")
             ) from exc
         return self
+
+    def _preinstall_dspy_shim(self, timeout: float) -> None:
+        """dspy.RLM runs its sandbox ``dspy`` shim as an interpreter's first code; run it now
+        (the same source, with the stubs of the two host tools it calls) and skip it later."""
+        from dspy.primitives.facade import CALL_TOOL, CONSTRUCT_TOOL, HOST_TOKEN_VAR, SHIM_SETUP
+
+        self.run_setup(f"{RUNTIME_NAME}.preinstall({SHIM_SETUP!r}, {[CONSTRUCT_TOOL, CALL_TOOL]!r}, "
+                       f"{{{HOST_TOKEN_VAR!r}: ''}})", timeout)
+        self.preinstalled = frozenset([SHIM_SETUP])
 
     def _wait_ready(self, timeout: float) -> None:
         """Until the kernel answers kernel_info on shell and its status reaches us on iopub

@@ -106,6 +106,12 @@ class Runtime:
         SUBMIT.__doc__ = f"Finish the run with the final outputs: SUBMIT({', '.join(names)})."
         return SUBMIT
 
+    def preinstall(self, code, tools, variables):
+        """Run set-up code at warm-up (DSPy's sandbox dspy shim), so a sub-agent's start does not wait for it."""
+        self.bind_tools(tools)
+        self.namespace.update(variables)
+        exec(compile(code, SETUP_FILENAME, "exec"), self.namespace)
+
     # ----------------------------------------------------------------- steps
     def run(self, request_json):
         """Run one step; say how it ended in the execute_reply's payload."""

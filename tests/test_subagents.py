@@ -175,6 +175,7 @@ def test_the_subagent_budget_is_exact_under_concurrent_requests(pool, tmp_path):
     assert run.status == "finished", run.error
     assert run.steps[0].output == "15 5"
     assert len(run.children) == 5 and all(c.status == "finished" for c in run.children)
+    assert all(len(c.steps) == 1 and c.usage.lm_calls == 1 for c in run.children)  # one observer each
 
 
 # --------------------------------------------------------------------------- faults
