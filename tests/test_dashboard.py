@@ -202,3 +202,37 @@ def test_widgets_need_a_kernel_with_a_comm_manager(ip):
     assert display.choose_mode(SimpleNamespace(kernel=SimpleNamespace(comm_manager=object())), "text") == "text"
     with pytest.raises(ValueError):
         display.choose_mode(ip, "fancy")
+
+
+@pytest.mark.kernel
+def test_real_sub_agents_in_kernels_nest_under_their_step(workspace):
+    from deepagent_magics import DeepAgent
+    from deepagent_magics.kernel_pool import KernelPool
+
+    (workspace / "a.txt").write_text("one two")
+    (workspace / "b.txt").write_text("three four five")
+    def child(name):
+        return [("Count.", f"n = len(open('{name}').read().split())"), ("Return.", "SUBMIT(result=str(n))")]
+
+    lm = ScriptedLM(scripts={
+        "": [("Fan out.", "counts = delegate_batched(['Count the words of a.txt', 'Count the words of b.txt'])\n"
+                          "print(counts)"),
+             ("Done.", "SUBMIT(result=str(counts))")],
+        "words of a.txt": child("a.txt"),
+        "words of b.txt": child("b.txt"),
+    })
+    run = Run("Tally both files")
+    dashboard = display.show_run(run, mode="widgets")
+    pool = KernelPool(size=2)
+    try:
+        DeepAgent(lm=lm, workspace=workspace, pool=pool).run(run.task, {}, run=run)
+    finally:
+        pool.stop()
+    assert run.status == "finished", run.error
+    assert run.result == "['2', '3']"
+    steps = step_entries(dashboard.widget.children[2])
+    nested = steps[0].children[0].children[1].children
+    assert len(nested) == 2 and len(steps[1].children[0].children[1].children) == 0
+    assert sorted("a.txt" in entry.titles[0] for entry in nested) == [False, True]
+    assert all("finished · 2 steps" in entry.titles[0] for entry in nested)
+    assert "Count." in text_of(nested[0]) and "Return." in text_of(nested[1])
