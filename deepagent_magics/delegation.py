@@ -132,8 +132,10 @@ class Child:
 
     def _main(self, wake: threading.Event) -> None:
         try:
-            if self.stopped:
-                raise KeyboardInterrupt if self.stop_message is None else RuntimeError(self.stop_message)
+            if self.stopped:  # before it started
+                interrupted = self.stop_message is None
+                self._finish("interrupted" if interrupted else "failed", self.stop_message or "KeyboardInterrupt")
+                return
             self.agent.run(self.spec.task, context=self.spec.context, run=self.run)
         except KeyboardInterrupt:
             self._finish("interrupted", "KeyboardInterrupt")

@@ -6,13 +6,23 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 
+import psutil
 import pytest
+from jupyter_client.manager import start_new_kernel
 
 from deepagent_magics.kernel_pool import default_pool, stop_default_pool
 from deepagent_magics.testing import ScriptedLM
 
 pytestmark = pytest.mark.kernel
+
+
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 @pytest.fixture
@@ -112,3 +122,56 @@ def test_the_pool_warms_with_the_first_cell_and_stops_when_the_extension_unloads
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert len(report["pids"]) == 2, done.stderr
     assert report["closed"] and report["alive"] == []
+
+
+KERNEL_SETUP = """
+%load_ext deepagent_magics
+from deepagent_magics.testing import ScriptedLM
+hang = [("Hang.", "import os, time\\nopen(f'kernel-{os.getpid()}.pid', 'w').close()\\nwhile True:\\n    time.sleep(0.05)")]
+lm = ScriptedLM(scripts={
+    "STOP-ROOT": [("Fan out.", "rs = delegate_batched(['HANG-A: wait', 'HANG-B: wait'])")],
+    "HANG-A": hang, "HANG-B": hang,
+})
+%deepagent_config --workspace ws --quiet on --pool-size 2
+"""
+
+
+def _execute(client, code, timeout=120):
+    """Run code in the kernel; (reply status, ename, stdout)."""
+    msg_id = client.execute(code)
+    stdout = []
+    while True:
+        msg = client.get_iopub_msg(timeout=timeout)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "stream":
+            stdout.append(msg["content"]["text"])
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            break
+    reply = client.get_shell_msg(timeout=timeout)["content"]
+    return reply["status"], reply.get("ename"), "".join(stdout)
+
+
+def test_the_stop_button_during_delegate_batched_stops_every_sub_agent_kernel(tmp_path):
+    """In a real notebook kernel: interrupting it while sub-agents run kills their kernels,
+    keeps the run and its trajectory, and the cell ends with KeyboardInterrupt."""
+    manager, client = start_new_kernel(kernel_name="python3", cwd=str(tmp_path))
+    try:
+        assert _execute(client, KERNEL_SETUP)[0] == "ok"
+        client.execute("%%deepagent --lm lm\nSTOP-ROOT: fan out and wait")
+        deadline = time.monotonic() + 120
+        while len(list((tmp_path / "ws").glob("kernel-*.pid"))) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        kernels = [int(p.name.split("-")[1].split(".")[0]) for p in (tmp_path / "ws").glob("kernel-*.pid")]
+        assert len(kernels) == 2
+        manager.interrupt_kernel()  # the notebook's stop button
+        reply = client.get_shell_msg(timeout=120)["content"]
+        assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
+        assert all(gone(pid) for pid in kernels)
+        status, _, out = _execute(client, "run = _deepagent_run\n"
+                                          "print(run.status, [c.status for c in run.children], run.steps[0].code)")
+        assert status == "ok"
+        assert out.startswith("interrupted ['interrupted', 'interrupted'] rs = delegate_batched(")
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
