@@ -57,7 +57,7 @@ _INSTALL = (
     "    module = types.ModuleType('_deepagent_kernel_side')\n"
     "    exec(compile(source, {filename!r}, 'exec'), module.__dict__)\n"
     "    sys.modules[module.__name__] = module\n"
-    "    module.install(host_pid={host_pid}, lifeline_fd={lifeline_fd})\n"
+    "    module.install(host_pid={host_pid}, lifeline_fd={lifeline_fd}, kernel_dir={kernel_dir!r})\n"
     "_deepagent_install({source!r})\n"
     "del _deepagent_install\n"
 )
@@ -103,7 +103,7 @@ class Kernel:
 
     def __init__(self, kernel_name: str | None = None):
         self.kernel_name = kernel_name or HOST_KERNEL
-        self.dir = tempfile.mkdtemp(prefix="deepagent-kernel-")
+        self.dir = tempfile.mkdtemp(prefix="k-", dir=_host_dir())
         self.manager = AsyncKernelManager(
             kernel_spec_manager=_HostSpecs(),
             kernel_name=self.kernel_name,
@@ -141,7 +141,8 @@ class Kernel:
             self.client.start_channels(hb=False)
             self._wait_ready(timeout)
             self.run_setup(_INSTALL.format(source=_source(), filename=kernel_side.RUNTIME_FILENAME,
-                                           host_pid=os.getpid(), lifeline_fd=_lifeline()), timeout)
+                                           host_pid=os.getpid(), lifeline_fd=_lifeline(), kernel_dir=self.dir),
+                           timeout)
             self._preinstall_dspy_shim(timeout)
         except Exception as exc:
             detail = self.log_tail()
@@ -574,6 +575,41 @@ def live_kernel_pids() -> list[int]:
         return [k.pid for k in _live if k.pid is not None and not k.killed]
 
 
+HOST_DIR_PREFIX = "deepagent-kernels-"
+_host_dirs: dict[int, str] = {}
+
+
+def _host_dir() -> str:
+    """This process's directory for its kernels' files. A host killed outright cannot remove it,
+    so the first one made in a process also removes those of processes that no longer exist."""
+    pid = os.getpid()
+    with _live_lock:
+        if pid not in _host_dirs:
+            _sweep_dead_hosts()
+            _host_dirs[pid] = tempfile.mkdtemp(prefix=f"{HOST_DIR_PREFIX}{pid}-")
+        return _host_dirs[pid]
+
+
+def _sweep_dead_hosts() -> None:
+    root = tempfile.gettempdir()
+    for name in os.listdir(root):
+        if not name.startswith(HOST_DIR_PREFIX):
+            continue
+        try:
+            pid = int(name[len(HOST_DIR_PREFIX):].split("-")[0])
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+        except (ValueError, PermissionError):
+            continue
+
+
+def live_kernel_dirs() -> list[str]:
+    """The private directories (connection file, sockets, log) of those kernels."""
+    with _live_lock:
+        return [k.dir for k in _live if not k.killed]
+
+
 def _at_exit() -> None:
     """Kill every kernel's process group; no jupyter_client calls (the interpreter is going away)."""
     global _exiting
@@ -595,6 +631,8 @@ def _at_exit() -> None:
         except Exception:
             pass
         shutil.rmtree(kernel.dir, ignore_errors=True)
+    if _host_dirs.get(os.getpid()):
+        shutil.rmtree(_host_dirs[os.getpid()], ignore_errors=True)
 
 
 atexit.register(_at_exit)

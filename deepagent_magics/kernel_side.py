@@ -182,19 +182,20 @@ def _format_traceback(exc, library_frames=3):
     return "".join(lines).rstrip()
 
 
-def install(host_pid=None, lifeline_fd=None):
+def install(host_pid=None, lifeline_fd=None, kernel_dir=None):
     """Bind the runtime in the kernel's namespace (called by the host once per kernel)."""
     from IPython import get_ipython
 
     namespace = get_ipython().user_ns
     namespace[RUNTIME_NAME] = Runtime(namespace)
     if host_pid:
-        _end_with_host(int(host_pid), lifeline_fd)
+        _end_with_host(int(host_pid), lifeline_fd, kernel_dir)
 
 
-def _end_with_host(host_pid, lifeline_fd=None, interval=0.5):
-    """When the host dies (even by SIGKILL), kill this kernel's process group: the kernel and what
-    the agent's code started. Only when the kernel leads its own group, as jupyter_client starts it.
+def _end_with_host(host_pid, lifeline_fd=None, kernel_dir=None, interval=0.5):
+    """When the host dies (even by SIGKILL), remove the kernel's private directory (its connection
+    file and sockets) and kill this kernel's process group: the kernel and what the agent's code
+    started. Only when the kernel leads its own group, as jupyter_client starts it.
 
     ``lifeline_fd`` is the read end of a pipe whose write end only the host holds: it reads EOF
     the moment the host is gone (before ipykernel's own parent poller, which would end the kernel
@@ -222,6 +223,10 @@ def _end_with_host(host_pid, lifeline_fd=None, interval=0.5):
     def watch():
         while not host_gone():
             pass
+        if kernel_dir:
+            import shutil
+
+            shutil.rmtree(kernel_dir, ignore_errors=True)
         os.killpg(0, signal.SIGKILL)
 
     threading.Thread(target=watch, name="deepagent-host-watch", daemon=True).start()

@@ -113,7 +113,7 @@ def test_the_default_pool_follows_the_settings():
 
 HOST = """
 import json, os, sys, time
-from deepagent_magics.kernel_pool import KernelPool
+from deepagent_magics.kernel_pool import KernelPool, live_kernel_dirs
 from deepagent_magics.kernel_interpreter import KernelInterpreter
 
 pool = KernelPool(size=2).warm()
@@ -122,7 +122,7 @@ interpreter = KernelInterpreter(pool=pool)        # one kernel in use, one ready
 interpreter.execute("import subprocess; child = subprocess.Popen(['sleep', '600'])")
 grandchild = int(interpreter.execute("child.pid"))
 pool.wait_ready(timeout=120)
-print(json.dumps({"kernels": pool.pids(), "grandchild": grandchild}), flush=True)
+print(json.dumps({"kernels": pool.pids(), "grandchild": grandchild, "dirs": live_kernel_dirs()}), flush=True)
 sys.stdin.readline()  # until the test has seen them alive
 {ending}
 """
@@ -130,8 +130,8 @@ sys.stdin.readline()  # until the test has seen them alive
 
 @pytest.mark.parametrize("ending", ["sys.exit(0)", "time.sleep(600)"], ids=["normal exit", "SIGKILL"])
 def test_no_kernel_outlives_its_host_process(tmp_path, ending):
-    """At exit the kernels' process groups are killed; if the host is SIGKILLed, ipykernel's
-    parent poller ends them."""
+    """At exit the kernels' process groups are killed; if the host is SIGKILLed, each kernel
+    kills its own group. Either way their private directories are removed."""
     script = tmp_path / "host.py"
     script.write_text(textwrap.dedent(HOST).replace("{ending}", ending))
     host = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -142,6 +142,7 @@ def test_no_kernel_outlives_its_host_process(tmp_path, ending):
         started = json.loads(line)
         pids = started["kernels"] + [started["grandchild"]]
         assert len(started["kernels"]) == 3 and not any(gone(pid) for pid in pids)
+        assert len(started["dirs"]) == 3 and all(os.path.isdir(d) for d in started["dirs"])
         host.stdin.write("go\n")
         host.stdin.flush()
         if ending.startswith("time.sleep"):
@@ -154,3 +155,9 @@ def test_no_kernel_outlives_its_host_process(tmp_path, ending):
         # The exit handler killed and reaped them before the host was gone: no waiting needed.
         assert [pid for pid in pids if not gone(pid)] == []
     assert wait_gone(pids) == []
+    assert [d for d in started["dirs"] if os.path.exists(d)] == []
+    # The host's own directory: removed at exit, or (killed outright) by the next process to make one.
+    host_dir = os.path.dirname(started["dirs"][0])
+    subprocess.run([sys.executable, "-c", "from deepagent_magics.kernel_pool import Kernel; Kernel()"],
+                   check=True, timeout=60)
+    assert not os.path.exists(host_dir)
