@@ -18,7 +18,7 @@ $(VENV)/.installed-%: pyproject.toml | $(BIN)/python
 comma := ,
 
 demo: $(VENV)/.installed-test
-	$(BIN)/python -m deepagent_magics.demo notebooks/01_quickstart.ipynb
+	$(BIN)/python -m deepagent_magics.demos.quickstart notebooks/01_quickstart.ipynb
 
 test: $(VENV)/.installed-test+browser+optimize
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval-lax notebooks tests

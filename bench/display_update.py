@@ -38,9 +38,9 @@ OUTPUT = "\n".join(f"north  store-{i:03d}   -{1000 + 37 * i:,.2f}" for i in rang
 
 def available() -> str | None:
     try:
-        import deepagent_magics.dashboard  # noqa: F401
+        import deepagent_magics.display.dashboard  # noqa: F401
     except ImportError as exc:
-        return f"deepagent_magics.dashboard is not in this tree ({exc})"
+        return f"deepagent_magics.display.dashboard is not in this tree ({exc})"
     return None
 
 
@@ -50,7 +50,7 @@ def measure(steps: int = 500, rounds: int = 3, modes: tuple[str, ...] = ("widget
     from IPython import get_ipython
 
     from deepagent_magics.display import show_run
-    from deepagent_magics.run import Run
+    from deepagent_magics.core.run import Run
 
     shell = get_ipython()
     workspace = tempfile.mkdtemp(prefix="bench-dash-")

@@ -31,10 +31,10 @@ def available() -> str | None:
     if reason:
         return reason
     try:
-        from deepagent_magics import delegation  # noqa: F401
-        from deepagent_magics.agent import DeepAgent
+        from deepagent_magics.tools import delegation  # noqa: F401
+        from deepagent_magics import DeepAgent
     except ImportError as exc:
-        return f"deepagent_magics.delegation is not in this tree ({exc})"
+        return f"deepagent_magics.tools.delegation is not in this tree ({exc})"
     if "max_parallel" not in inspect.signature(DeepAgent.__init__).parameters:
         return "DeepAgent has no max_parallel setting"
     return None
@@ -113,7 +113,7 @@ def _construction_seconds(count: int = 10) -> float:
     """Median seconds to build one sub-agent's agent (what run_subagents does per task before starting it)."""
     import time
 
-    from deepagent_magics.delegation import SubAgent
+    from deepagent_magics.tools.delegation import SubAgent
     from deepagent_magics.testing import ScriptedLM
 
     lm = ScriptedLM([])
@@ -128,8 +128,8 @@ def _construction_seconds(count: int = 10) -> float:
 
 def _profile_subagent(count: int = 5) -> dict[str, Any]:
     """pyinstrument over ``count`` scripted sub-agents run one by one on this thread, kernels from a warm pool."""
-    from deepagent_magics.delegation import Budget, SubAgent, Tree
-    from deepagent_magics.run import Run
+    from deepagent_magics.tools.delegation import Budget, SubAgent, Tree
+    from deepagent_magics.core.run import Run
     from deepagent_magics.testing import ScriptedLM
 
     from .common import profile

@@ -22,7 +22,7 @@ _pool: Any = None
 
 
 def available() -> str | None:
-    for module in ("deepagent_magics.kernel_interpreter", "deepagent_magics.kernel_pool"):
+    for module in ("deepagent_magics.interpreters.kernel", "deepagent_magics.interpreters.pool"):
         try:
             importlib.import_module(module)
         except ImportError as exc:
@@ -33,7 +33,7 @@ def available() -> str | None:
 def pool(size: int = 2):
     """The benchmarks' own pool, full and paused (refill with `refill`)."""
     global _pool
-    from deepagent_magics.kernel_pool import KernelPool
+    from deepagent_magics.interpreters.pool import KernelPool
 
     if _pool is None or _pool.closed:
         _pool = KernelPool(size=size)
@@ -67,7 +67,7 @@ def close() -> None:
 
 
 def factory():
-    from deepagent_magics.kernel_interpreter import KernelInterpreterFactory
+    from deepagent_magics.interpreters.kernel import KernelInterpreterFactory
 
     return KernelInterpreterFactory(None, pool())
 
@@ -82,7 +82,7 @@ def rlm_kernel(script: list[Action]) -> "peers.Play":
 
 
 def bare_interpreter(workspace: str):
-    from deepagent_magics.kernel_interpreter import KernelInterpreter
+    from deepagent_magics.interpreters.kernel import KernelInterpreter
 
     pool(1)
     return _Refilling(KernelInterpreter(pool=_pool, tools={"write_file": peers._plain_write_file(workspace)},
@@ -136,8 +136,8 @@ def deepagent_kernel(script: list[Action]) -> "peers.Play":
     """A sub-agent as delegation runs it (a DeepAgent on a KernelInterpreter), played on this thread."""
     import tempfile
 
-    from deepagent_magics.delegation import Budget, SubAgent, Tree
-    from deepagent_magics.run import Run
+    from deepagent_magics.tools.delegation import Budget, SubAgent, Tree
+    from deepagent_magics.core.run import Run
 
     from .trajectory import dspy_steps
 

@@ -45,7 +45,7 @@ def players() -> dict[str, Callable[[list], peers.Play]]:
     if kernels.available() is None:
         found["rlm_kernel"] = kernels.rlm_kernel
         try:
-            import deepagent_magics.delegation  # noqa: F401  (SubAgent: a DeepAgent on a KernelInterpreter)
+            import deepagent_magics.tools.delegation  # noqa: F401  (SubAgent: a DeepAgent on a KernelInterpreter)
 
             found["deepagent_kernel"] = kernels.deepagent_kernel
         except ImportError:

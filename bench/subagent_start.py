@@ -92,7 +92,7 @@ def _samples(measure: Callable[[], float], count: int) -> list[float]:
 
 
 def _pooled() -> float:
-    from deepagent_magics.kernel_interpreter import KernelInterpreter
+    from deepagent_magics.interpreters.kernel import KernelInterpreter
 
     pool = kernels.pool(1)  # full (and paused) before the clock starts
     started = time.perf_counter()
@@ -105,7 +105,7 @@ def _pooled() -> float:
 
 
 def _cold() -> float:
-    from deepagent_magics.kernel_interpreter import KernelInterpreter
+    from deepagent_magics.interpreters.kernel import KernelInterpreter
 
     started = time.perf_counter()
     interpreter = KernelInterpreter(output_fields=[{"name": "result"}])
@@ -118,9 +118,9 @@ def _cold() -> float:
 
 def _delegation() -> str | None:
     try:
-        import deepagent_magics.delegation  # noqa: F401
+        import deepagent_magics.tools.delegation  # noqa: F401
     except ImportError as exc:
-        return f"deepagent_magics.delegation is not in this tree ({exc})"
+        return f"deepagent_magics.tools.delegation is not in this tree ({exc})"
     return None
 
 
@@ -129,7 +129,7 @@ def _delegated() -> float:
     import tempfile
 
     from deepagent_magics import DeepAgent
-    from deepagent_magics.run import RUN_STARTED, STEP_FINISHED, STEP_STARTED, SUBAGENT_STARTED
+    from deepagent_magics.core.run import RUN_STARTED, STEP_FINISHED, STEP_STARTED, SUBAGENT_STARTED
     from deepagent_magics.testing import ScriptedLM
 
     child_task = "Start-up probe: sum some squares"

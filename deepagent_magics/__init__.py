@@ -9,39 +9,41 @@ Without IPython, use `DeepAgent` directly::
 
     from deepagent_magics import DeepAgent
     run = DeepAgent(lm="openai/gpt-4o-mini").run("...", namespace={"sales": sales})
+
+The package is a house of rooms (``docs/architecture.md``): ``core`` (the agent loop and
+its run), ``interpreters``, ``tools``, ``display``, ``records``, ``magics``, ``tuning``.
+This file wires them together: the rooms above the core plug into it here.
 """
 
-from .agent import DeepAgent
-from .run import Event, Run
-from .shell_interpreter import ShellInterpreter
+from . import _compat
+from .core import DeepAgent, Event, Run, extensions
+from .interpreters import KernelPool, ShellInterpreter
+from .interpreters.shell import ShellInterpreterFactory
+from .records import record_root_run
+from .testing import ScriptedLM
+from .tools import base_tools
+from .tools.delegation import delegation_tools
 
-__all__ = ["DeepAgent", "Run", "Event", "ShellInterpreter", "load_ipython_extension", "unload_ipython_extension"]
-__version__ = "0.1.0"
+__all__ = ["DeepAgent", "Run", "Event", "ShellInterpreter", "KernelPool", "ScriptedLM", "load_ipython_extension",
+           "unload_ipython_extension"]
+__version__ = "0.2.0"
+
+extensions.add_tools(base_tools)
+extensions.add_tools(delegation_tools)
+extensions.use_root_interpreter(ShellInterpreterFactory.for_agent)
+extensions.add_run_hook(record_root_run)
+_compat.install()
 
 
 def load_ipython_extension(ipython) -> None:
-    from .magics import DeepAgentMagics
+    from .magics import register
 
-    magics = DeepAgentMagics(ipython)
-    ipython.register_magics(magics)
-    if magics not in ipython.configurables:
-        ipython.configurables.append(magics)
-
-    from .inspect_magics import InspectMagics
-
-    ipython.register_magics(InspectMagics(ipython))
-
-    from .prompt_magics import PromptMagics
-
-    ipython.register_magics(PromptMagics(ipython))
+    register(ipython)
 
 
 def unload_ipython_extension(ipython) -> None:
-    from .magics import DeepAgentMagics
+    from .interpreters.pool import stop_default_pool
+    from .magics import unregister
 
-    for magics in [m for m in ipython.configurables if isinstance(m, DeepAgentMagics)]:
-        ipython.configurables.remove(magics)
-
-    from .kernel_pool import stop_default_pool
-
+    unregister(ipython)
     stop_default_pool()  # no sub-agent kernel outlives the extension

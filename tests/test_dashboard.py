@@ -15,8 +15,8 @@ import pytest
 from ipywidgets.widgets.widget import _instances
 
 from deepagent_magics import display
-from deepagent_magics.dashboard import DASHBOARD_CLASS, PAGE_SIZE
-from deepagent_magics.run import Run
+from deepagent_magics.display.dashboard import DASHBOARD_CLASS, PAGE_SIZE
+from deepagent_magics.core.run import Run
 from deepagent_magics.testing import ScriptedLM
 
 SCRIPT = [
@@ -207,7 +207,7 @@ def test_widgets_need_a_kernel_with_a_comm_manager(ip):
 @pytest.mark.kernel
 def test_real_sub_agents_in_kernels_nest_under_their_step(workspace):
     from deepagent_magics import DeepAgent
-    from deepagent_magics.kernel_pool import KernelPool
+    from deepagent_magics.interpreters.pool import KernelPool
 
     (workspace / "a.txt").write_text("one two")
     (workspace / "b.txt").write_text("three four five")

@@ -39,7 +39,7 @@ def run_cell(client, code, timeout=60):
 
 SETUP = """
 import contextvars, threading
-from deepagent_magics.run import Run
+from deepagent_magics.core.run import Run
 from deepagent_magics.display import choose_mode, show_run
 stale = contextvars.copy_context()  # a worker's context from an earlier request
 """

@@ -10,8 +10,8 @@ import nbformat
 import pytest
 
 from deepagent_magics import DeepAgent
-from deepagent_magics.kernel_pool import KernelPool
-from deepagent_magics.export import write_notebook
+from deepagent_magics.interpreters.pool import KernelPool
+from deepagent_magics.records.export import write_notebook
 from deepagent_magics.records import load_record, runs_dir
 from deepagent_magics.testing import ScriptedLM
 

@@ -8,7 +8,7 @@ import pytest
 from IPython.core.error import UsageError
 from ipywidgets.widgets.widget import _instances
 
-from deepagent_magics.dashboard import DASHBOARD_CLASS
+from deepagent_magics.display.dashboard import DASHBOARD_CLASS
 from deepagent_magics.testing import ScriptedLM
 
 FIRST = [("Count.", "n = 3\nprint(n)"), ("Done.", "SUBMIT(result='three')")]

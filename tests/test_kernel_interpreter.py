@@ -11,13 +11,13 @@ import psutil
 import pytest
 from dspy.primitives.code_interpreter import CodeExecutionError, CodeInterpreterError, FinalOutput
 
-from deepagent_magics.kernel_interpreter import KernelInterpreter, KernelInterpreterFactory
-from deepagent_magics.kernel_pool import KernelPool
-from deepagent_magics.run import Run
-from deepagent_magics.session import Session
+from deepagent_magics.interpreters.kernel import KernelInterpreter, KernelInterpreterFactory
+from deepagent_magics.interpreters.pool import KernelPool
+from deepagent_magics.core.run import Run
+from deepagent_magics.core.session import Session
 from deepagent_magics.testing import ScriptedLM
 from deepagent_magics.tools import write_file
-from deepagent_magics.workspace import Workspace
+from deepagent_magics.core.workspace import Workspace
 
 pytestmark = pytest.mark.kernel
 

@@ -17,8 +17,8 @@ import psutil
 import pytest
 from jupyter_core.utils import ensure_event_loop
 
-from deepagent_magics import kernel_pool
-from deepagent_magics.kernel_pool import KernelPool, KernelStartError
+from deepagent_magics.interpreters import pool as kernel_pool
+from deepagent_magics.interpreters.pool import KernelPool, KernelStartError
 
 pytestmark = pytest.mark.kernel
 
@@ -113,8 +113,8 @@ def test_the_default_pool_follows_the_settings():
 
 HOST = """
 import json, os, sys, time
-from deepagent_magics.kernel_pool import KernelPool, live_kernel_dirs
-from deepagent_magics.kernel_interpreter import KernelInterpreter
+from deepagent_magics.interpreters.pool import KernelPool, live_kernel_dirs
+from deepagent_magics.interpreters.kernel import KernelInterpreter
 
 pool = KernelPool(size=2).warm()
 assert pool.wait_ready(timeout=120)
@@ -158,6 +158,6 @@ def test_no_kernel_outlives_its_host_process(tmp_path, ending):
     assert [d for d in started["dirs"] if os.path.exists(d)] == []
     # The host's own directory: removed at exit, or (killed outright) by the next process to make one.
     host_dir = os.path.dirname(started["dirs"][0])
-    subprocess.run([sys.executable, "-c", "from deepagent_magics.kernel_pool import Kernel; Kernel()"],
+    subprocess.run([sys.executable, "-c", "from deepagent_magics.interpreters.pool import Kernel; Kernel()"],
                    check=True, timeout=60)
     assert not os.path.exists(host_dir)

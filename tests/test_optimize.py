@@ -10,8 +10,8 @@ import dspy
 import pytest
 from IPython.core.error import UsageError
 
-from deepagent_magics import programs
-from deepagent_magics.profiles import available_profiles
+from deepagent_magics.tuning import programs
+from deepagent_magics.core.profiles import available_profiles
 from deepagent_magics.testing import ScriptedLM
 
 HINT = "Always give the answer in CAPITAL LETTERS."

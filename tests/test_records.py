@@ -8,9 +8,10 @@ import threading
 import dspy
 import pytest
 
-from deepagent_magics import DeepAgent, records
+from deepagent_magics import DeepAgent
+from deepagent_magics.records import recorder as records
 from deepagent_magics.records import RunRecorder, load_record, replay, runs_dir
-from deepagent_magics.run import STEP_STARTED, Run
+from deepagent_magics.core.run import STEP_STARTED, Run
 from deepagent_magics.testing import ScriptedLM
 
 SCRIPT = [

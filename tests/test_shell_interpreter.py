@@ -7,7 +7,7 @@ import threading
 import pytest
 from dspy.primitives.code_interpreter import CodeExecutionError, FinalOutput
 
-from deepagent_magics.shell_interpreter import ShellInterpreter
+from deepagent_magics.interpreters.shell import ShellInterpreter
 
 
 def make(namespace=None, **kwargs):

@@ -21,8 +21,8 @@ import pytest
 from dspy.utils.callback import BaseCallback
 
 from deepagent_magics import DeepAgent
-from deepagent_magics.delegation import parse_verdict
-from deepagent_magics.kernel_pool import KernelPool
+from deepagent_magics.tools.delegation import parse_verdict
+from deepagent_magics.interpreters.pool import KernelPool
 from deepagent_magics.testing import ScriptedLM
 
 pytestmark = pytest.mark.kernel
@@ -300,8 +300,8 @@ def test_verdicts_are_parsed_robustly_and_never_pass_by_accident(text, status, i
 INTERRUPT_HOST = """
 import json, sys
 from deepagent_magics import DeepAgent
-from deepagent_magics.kernel_pool import KernelPool, live_kernel_pids
-from deepagent_magics.run import Run
+from deepagent_magics.interpreters.pool import KernelPool, live_kernel_pids
+from deepagent_magics.core.run import Run
 from deepagent_magics.testing import ScriptedLM
 
 pool = KernelPool(size=2).warm()

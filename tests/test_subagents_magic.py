@@ -12,7 +12,7 @@ import psutil
 import pytest
 from jupyter_client.manager import start_new_kernel
 
-from deepagent_magics.kernel_pool import default_pool, stop_default_pool
+from deepagent_magics.interpreters.pool import default_pool, stop_default_pool
 from deepagent_magics.testing import ScriptedLM
 
 pytestmark = pytest.mark.kernel
@@ -91,7 +91,7 @@ def test_bad_limits_in_the_config_are_usage_errors(shell, line):
 UNLOAD_HOST = """
 import json, os
 from IPython.core.interactiveshell import InteractiveShell
-from deepagent_magics.kernel_pool import default_pool
+from deepagent_magics.interpreters.pool import default_pool
 from deepagent_magics.testing import ScriptedLM
 
 shell = InteractiveShell.instance()

@@ -1,0 +1,73 @@
+"""Old import paths (before the package had rooms) keep working for this release, with a warning.
+
+``import deepagent_magics.kernel_pool`` gives a module holding the names of the modules
+that replaced it, and a `DeprecationWarning` that names the new path.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+import types
+import warnings
+
+# old module -> the modules its names now live in (the first is the one to import instead)
+MOVED = {
+    "agent": ["core.agent", "interpreters.shell"],
+    "run": ["core.run", "interpreters.steps"],
+    "session": ["core.session", "core.calling"],
+    "observer": ["core.observer"],
+    "lm": ["core.lm"],
+    "namespace": ["core.namespace"],
+    "profiles": ["core.profiles"],
+    "workspace": ["core.workspace"],
+    "shell_interpreter": ["interpreters.shell", "interpreters.time_limit", "core.agent"],
+    "capture": ["interpreters.capture"],
+    "kernel_interpreter": ["interpreters.kernel", "core.agent"],
+    "kernel_side": ["interpreters.kernel_side"],
+    "kernel_pool": ["interpreters.pool.pool", "interpreters.pool.kernel", "interpreters.pool.lifecycle"],
+    "delegation": ["tools.delegation.tools", "tools.delegation.supervise", "tools.delegation.subagent",
+                   "tools.delegation.child", "tools.delegation.tree", "tools.delegation.verdict"],
+    "dashboard": ["display.dashboard", "display.markup"],
+    "export": ["records.export"],
+    "inspect_magics": ["magics.inspect"],
+    "prompt_magics": ["magics.prompts", "magics.tuning"],
+    "evaluate": ["tuning.evaluate", "tuning.examples", "tuning.systems", "tuning.progress"],
+    "optimize": ["tuning.optimize"],
+    "programs": ["tuning.programs"],
+    "demo": ["demos.quickstart"],
+    "optimize_demo": ["demos.optimize"],
+}
+PACKAGE = __name__.rpartition(".")[0]
+
+
+class _MovedLoader(importlib.abc.Loader):
+    def __init__(self, old: str):
+        self.old = old
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        return types.ModuleType(spec.name)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        targets = [f"{PACKAGE}.{name}" for name in MOVED[self.old]]
+        warnings.warn(f"{PACKAGE}.{self.old} moved to {targets[0]}; the old path goes away in the next release",
+                      DeprecationWarning, stacklevel=2)
+        for target in reversed(targets):  # the first module's names win
+            new = importlib.import_module(target)
+            module.__dict__.update({k: v for k, v in vars(new).items() if not k.startswith("__")})
+        module.__doc__ = f"Deprecated alias of {targets[0]}."
+
+
+class _MovedFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname: str, path, target=None):
+        package, _, old = fullname.rpartition(".")
+        if package != PACKAGE or old not in MOVED:
+            return None
+        return importlib.util.spec_from_loader(fullname, _MovedLoader(old))
+
+
+def install() -> None:
+    if not any(isinstance(finder, _MovedFinder) for finder in sys.meta_path):
+        sys.meta_path.append(_MovedFinder())

@@ -1,0 +1,239 @@
+"""DeepAgent: a deep agent on `dspy.RLM`, usable with or without IPython.
+
+``DeepAgent.run(task, namespace)`` runs the RLM loop with the namespace as its
+REPL and returns a `Run`. The agent is a ``dspy.Module`` holding one ``dspy.RLM``
+(built once, with the tools and the profile's instructions), so DSPy optimisers
+can tune it and ``save``/``load`` store it. RLM is the loop; nothing here
+re-implements it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import dspy
+
+from . import extensions
+from .lm import lm_label, resolve_lm
+from .namespace import summarize_namespace
+from .observer import RunObserver
+from .profiles import instructions_hash, load_profile
+from .run import Listener, Run
+from .session import Session, activate, deactivate
+from .workspace import Workspace
+
+DEFAULT_TIMEOUT = 120.0  # seconds one code block may run
+
+INPUT_FIELDS = {
+    "task": "What the user (or the parent agent) asked for",
+    "context": "Extra material for the task; may be empty",
+    "notebook_variables": "The notebook variables in scope by name: name, type, size and a short preview",
+}
+OUTPUT_FIELD = "result"
+
+
+def build_signature(instructions: str) -> type[dspy.Signature]:
+    fields: dict[str, Any] = {
+        name: (str, dspy.InputField(desc=desc)) for name, desc in INPUT_FIELDS.items()
+    }
+    fields[OUTPUT_FIELD] = (str, dspy.OutputField(desc="The final answer for the user, in Markdown"))
+    return dspy.Signature(fields, instructions)
+
+
+class DeepAgent(dspy.Module):
+    """A deep agent: plans with todos, works in a workspace, runs code in a live namespace.
+
+    Args:
+        lm: the LM for the loop (an LM object or a model id); default: ``dspy.settings.lm``,
+            then ``DEEPAGENT_LM``.
+        sub_lm: the LM behind ``llm_query``; default: the loop's LM.
+        workspace: the directory the file tools are rooted at (created if missing).
+        max_iters: the most code steps the agent may take.
+        max_llm_calls: the most ``llm_query`` calls per run.
+        profile: the prompt file in ``prompts/`` to take instructions from.
+        timeout: seconds one code block may run before it is stopped.
+        tools: extra typed, documented callables to offer the agent.
+        instructions: instructions to use instead of the profile's.
+        max_depth: how deep sub-agents may nest (0: no delegation); an agent at the limit
+            gets an error from ``delegate``.
+        max_subagents: the most sub-agents the whole tree of one run may start.
+        subagent_max_iters: ``max_iters`` for every sub-agent.
+        subagent_timeout: wall-clock seconds a sub-agent may run before its kernel is stopped.
+        max_parallel: the most sub-agents one ``delegate_batched`` runs at the same time.
+        pool: the `KernelPool` sub-agents take their kernels from (default: the process-wide one).
+    """
+
+    record_runs = True  # write each root run to <workspace>/.deepagent/runs/<id>.json (records/)
+
+    def __init__(
+        self,
+        *,
+        lm: Any = None,
+        sub_lm: Any = None,
+        workspace: str | os.PathLike = ".",
+        max_iters: int = 20,
+        max_llm_calls: int = 50,
+        profile: str = "default",
+        timeout: float | None = DEFAULT_TIMEOUT,
+        tools: Iterable[Callable[..., Any]] = (),
+        instructions: str | None = None,
+        max_output_chars: int = 10_000,
+        depth: int = 0,
+        max_depth: int = 2,
+        max_subagents: int = 16,
+        subagent_max_iters: int = 10,
+        subagent_timeout: float | None = 600.0,
+        max_parallel: int = 4,
+        pool: Any = None,
+    ):
+        super().__init__()
+        self.lm = lm
+        self.sub_lm = sub_lm
+        self.workspace = Path(workspace)
+        self.max_iters = max_iters
+        self.max_llm_calls = max_llm_calls
+        self.profile = profile
+        self.timeout = timeout
+        self.depth = depth
+        self.max_depth = max_depth
+        self.max_subagents = max_subagents
+        self.subagent_max_iters = subagent_max_iters
+        self.subagent_timeout = subagent_timeout
+        self.max_parallel = max_parallel
+        self.pool = pool
+        self.extra_tools = list(tools)
+        if instructions is None:
+            instructions = load_profile(profile).instructions(depth=depth, max_depth=max_depth)
+        self.rlm = dspy.RLM(
+            build_signature(instructions),
+            max_iters=max_iters,
+            max_llm_calls=max_llm_calls,
+            max_output_chars=max_output_chars,
+            tools=self.builtin_tools() + self.extra_tools,
+            interpreter_factory=self.interpreter_factory(),
+        )
+
+    # ------------------------------------------------------------ extension points
+    def builtin_tools(self) -> list[Callable[..., Any]]:
+        """The tools every agent gets (registered in `extensions`: todos, files, delegation)."""
+        return extensions.builtin_tools()
+
+    def interpreter_factory(self, session: Session | None = None, namespace: dict | None = None,
+                            shell: Any = None) -> Callable[[], Any]:
+        """The REPL of this agent's runs: the live namespace for a root agent (a sub-agent overrides it)."""
+        return extensions.root_interpreter(self, session, namespace, shell)
+
+    # ------------------------------------------------------------ reading
+    @property
+    def instructions(self) -> str:
+        """The profile instructions the LM receives (without RLM's own REPL guidance)."""
+        return self.rlm.signature.instructions
+
+    @property
+    def prompt_instructions(self) -> str:
+        """Everything in the action prompt's instructions, as the LM sees them."""
+        return self.rlm.generate_action.signature.instructions
+
+    @property
+    def prompt_hash(self) -> str:
+        """A short hash of the action prompt's instructions (and its demos, when tuning added some)."""
+        text = self.prompt_instructions
+        demos = self.rlm.generate_action.demos
+        if demos:
+            text += json.dumps([dict(demo) for demo in demos], sort_keys=True, default=str)
+        return instructions_hash(text)
+
+    def config(self) -> dict[str, Any]:
+        """The run settings, for the run record (model names only: never keys)."""
+        return {
+            "lm": lm_label(self.lm) if self.lm is not None else None,
+            "sub_lm": lm_label(self.sub_lm) if self.sub_lm is not None else None,
+            "workspace": str(self.workspace),
+            "max_iters": self.max_iters,
+            "max_llm_calls": self.max_llm_calls,
+            "profile": self.profile,
+            "timeout": self.timeout,
+            "depth": self.depth,
+            "max_depth": self.max_depth,
+            "max_subagents": self.max_subagents,
+            "subagent_max_iters": self.subagent_max_iters,
+            "subagent_timeout": self.subagent_timeout,
+            "max_parallel": self.max_parallel,
+        }
+
+    # ------------------------------------------------------------ running
+    def run(
+        self,
+        task: str,
+        namespace: dict[str, Any] | None = None,
+        context: str = "",
+        *,
+        run: Run | None = None,
+        listeners: Iterable[Listener] = (),
+        shell: Any = None,
+        workspace: str | os.PathLike | None = None,
+    ) -> Run:
+        """Run the agent on ``task`` with ``namespace`` as its REPL; return the `Run`.
+
+        A failure of the agent (the LM, the provider) ends the run with status
+        ``failed`` and the error on ``run.error``; the namespace, the workspace and the
+        trajectory so far are kept. A KeyboardInterrupt ends it ``interrupted`` and is
+        re-raised.
+        """
+        lm = resolve_lm(self.lm, namespace=namespace)
+        sub_lm = resolve_lm(self.sub_lm, namespace=namespace) if self.sub_lm is not None else None
+        namespace = {} if namespace is None else namespace
+        config = self.config() | {"lm": lm_label(lm)}
+        run = run or Run(task, config=config, profile=self.profile, depth=self.depth)
+        run.config.update(config)
+        for listener in listeners:
+            run.subscribe(listener)
+
+        root = Path(workspace) if workspace is not None else self.workspace  # evaluation: one per example
+        root.mkdir(parents=True, exist_ok=True)
+        run.config["workspace"] = str(root)
+        session = Session(run, Workspace(root, on_write=run.record_file), agent=self)
+        for hook in extensions.run_hooks():  # e.g. the run record (records/)
+            hook(self, run, {"lm": lm, "sub_lm": sub_lm})
+        self.rlm.max_iters = self.max_iters
+        self.rlm.max_llm_calls = self.max_llm_calls
+        self.rlm.sub_lm = sub_lm
+        run.prompt_hash = self.prompt_hash
+        run.max_iters = self.max_iters
+        tool_names = {tool.__name__ for tool in self.builtin_tools() + self.extra_tools}
+        summary = summarize_namespace(namespace, exclude=tool_names | {"SUBMIT"})
+
+        observer = RunObserver(run, self.rlm.generate_action)
+        inherited = [cb for cb in (dspy.settings.callbacks or []) if not isinstance(cb, RunObserver)]
+        run.start()
+        token = activate(session)
+        try:
+            with dspy.context(lm=lm, callbacks=inherited + [observer]):
+                prediction = self.rlm(
+                    task=task,
+                    context=context or "",
+                    notebook_variables=summary,
+                    interpreter_factory=self.interpreter_factory(session, namespace, shell),
+                )
+        except KeyboardInterrupt:
+            run.finish("interrupted", error="KeyboardInterrupt")
+            raise
+        except Exception as exc:
+            run.exception = exc
+            run.finish("failed", error=f"{type(exc).__name__}: {exc}")
+            return run
+        finally:
+            deactivate(token)
+        run.prediction = prediction
+        run.finish("finished", result=getattr(prediction, OUTPUT_FIELD, None))
+        return run
+
+    def forward(self, task: str, context: str = "") -> dspy.Prediction:
+        """For DSPy optimisers and evaluation: run in a fresh namespace, return the result."""
+        run = self.run(task, context=context)
+        if run.status == "failed":
+            raise run.exception  # type: ignore[misc]
+        return dspy.Prediction(result=run.result, run=run)

@@ -1,0 +1,59 @@
+"""Where the rooms above the core plug into it.
+
+The core knows the agent loop and the run, not what the agent works with. The
+package's ``__init__`` registers, once, what every `DeepAgent` gets by default:
+
+- tool sets (``add_tools``): the todo and file tools, delegation;
+- the interpreter of a root agent (``use_root_interpreter``): the live namespace;
+- run hooks (``add_run_hook``): called when a run starts, e.g. to keep its record.
+
+So ``core`` imports none of ``tools``, ``interpreters``, ``records``: they import it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from .agent import DeepAgent
+    from .run import Run
+
+ToolSet = Callable[[], list[Callable[..., Any]]]
+InterpreterMaker = Callable[..., Callable[[], Any]]  # (agent, session, namespace, shell) -> factory
+RunHook = Callable[["DeepAgent", "Run", dict[str, Any]], None]  # (agent, run, {"lm", "sub_lm"})
+
+_tool_sets: list[ToolSet] = []
+_root_interpreter: InterpreterMaker | None = None
+_run_hooks: list[RunHook] = []
+
+
+def add_tools(tool_set: ToolSet) -> None:
+    """Offer the tools ``tool_set()`` returns to every agent (once per set)."""
+    if tool_set not in _tool_sets:
+        _tool_sets.append(tool_set)
+
+
+def builtin_tools() -> list[Callable[..., Any]]:
+    return [tool for tool_set in _tool_sets for tool in tool_set()]
+
+
+def use_root_interpreter(maker: InterpreterMaker) -> None:
+    global _root_interpreter
+    _root_interpreter = maker
+
+
+def root_interpreter(agent: "DeepAgent", session: Any = None, namespace: dict | None = None,
+                     shell: Any = None) -> Callable[[], Any]:
+    if _root_interpreter is None:
+        raise RuntimeError("no root interpreter registered: import deepagent_magics, not only its core")
+    return _root_interpreter(agent, session, namespace, shell)
+
+
+def add_run_hook(hook: RunHook) -> None:
+    """Call ``hook(agent, run, lms)`` as each run starts (before its first event)."""
+    if hook not in _run_hooks:
+        _run_hooks.append(hook)
+
+
+def run_hooks() -> list[RunHook]:
+    return list(_run_hooks)

@@ -1,0 +1,60 @@
+"""What the tools act on during one run, and how interpreters call them.
+
+`dspy.RLM` is built once per agent with a fixed list of tools (so an optimiser
+can tune it and `save` can store it). The tools find the run they belong to
+through `current()`, which each interpreter sets around every tool call it makes,
+from whatever thread the agent's code calls it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from .calling import accept_positional, copy_metadata
+from .run import Run
+from .workspace import Workspace
+
+if TYPE_CHECKING:
+    from .agent import DeepAgent
+
+_current: contextvars.ContextVar["Session | None"] = contextvars.ContextVar("deepagent_session", default=None)
+
+
+@dataclass
+class Session:
+    run: Run
+    workspace: Workspace
+    agent: "DeepAgent | None" = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def wrap_tool(self, name: str, tool: Callable[..., Any]) -> Callable[..., Any]:
+        """``tool`` as agent code calls it: positional or keyword arguments, run inside this session."""
+        inner = accept_positional(name, tool)
+        session = self
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            token = _current.set(session)
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                _current.reset(token)
+
+        copy_metadata(call, inner)
+        return call
+
+
+def current() -> Session:
+    session = _current.get()
+    if session is None:
+        raise RuntimeError("This tool can only be called by an agent's code during a run.")
+    return session
+
+
+def activate(session: Session) -> contextvars.Token:
+    return _current.set(session)
+
+
+def deactivate(token: contextvars.Token) -> None:
+    _current.reset(token)

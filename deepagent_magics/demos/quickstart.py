@@ -1,0 +1,105 @@
+"""The scripted demo behind `make demo` and the quickstart notebook.
+
+When no real LM is configured (``DEEPAGENT_LM`` unset), the quickstart plays this
+script instead of calling a model, and says so. Everything else is real: the
+code runs in the notebook's kernel, the files land in the workspace.
+
+    python -m deepagent_magics.demos.quickstart notebooks/01_quickstart.ipynb
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..testing import ScriptedLM
+
+NOTICE = "No DEEPAGENT_LM set: running the scripted demo (a ScriptedLM plays the agent; no model is called)."
+
+QUICKSTART_STEPS = [
+    (
+        "I should look at the `sales` table first and plan the work.",
+        "print(len(sales), 'rows; columns:', list(sales[0]))\n"
+        "print(sales[:2])\n"
+        "write_todos([\n"
+        "    {'content': 'Compute the Q2 -> Q3 change per region', 'status': 'in_progress'},\n"
+        "    {'content': 'Rank the regions that fell', 'status': 'pending'},\n"
+        "    {'content': 'Write report.md', 'status': 'pending'},\n"
+        "])",
+    ),
+    (
+        "Compute the change per region and keep the ranking in a notebook variable.",
+        "changes = {row['region']: row['q3'] - row['q2'] for row in sales}\n"
+        "ranking = sorted((r for r in changes if changes[r] < 0), key=lambda r: changes[r])\n"
+        "print(changes)\n"
+        "print('fell most:', ranking)\n"
+        "write_todos([\n"
+        "    {'content': 'Compute the Q2 -> Q3 change per region', 'status': 'completed'},\n"
+        "    {'content': 'Rank the regions that fell', 'status': 'completed'},\n"
+        "    {'content': 'Write report.md', 'status': 'in_progress'},\n"
+        "])",
+    ),
+    (
+        "Write the report as a Markdown table, then read it back to verify.",
+        "lines = ['# Q3 sales report', '', '| region | Q2 | Q3 | change |', '|---|---:|---:|---:|']\n"
+        "for row in sorted(sales, key=lambda row: changes[row['region']]):\n"
+        "    lines.append(f\"| {row['region']} | {row['q2']:,} | {row['q3']:,} | {changes[row['region']]:+,} |\")\n"
+        "write_file('report.md', '\\n'.join(lines) + '\\n')\n"
+        "print(read_file('report.md'))",
+    ),
+    (
+        "The report checks out. Mark the plan done and submit a summary.",
+        "write_todos([\n"
+        "    {'content': 'Compute the Q2 -> Q3 change per region', 'status': 'completed'},\n"
+        "    {'content': 'Rank the regions that fell', 'status': 'completed'},\n"
+        "    {'content': 'Write report.md', 'status': 'completed'},\n"
+        "])\n"
+        "worst = ranking[0]\n"
+        "SUBMIT(result=(\n"
+        "    f'**{len(ranking)} of {len(sales)} regions fell in Q3.** The largest drop was {worst} '\n"
+        "    f'({changes[worst]:+,}). Ranking: {\", \".join(ranking)}. '\n"
+        "    'The full table is in `report.md`; the per-region changes are in `changes`.\\n\\n'\n"
+        "    '_(scripted demo: no LM was called)_'\n"
+        "))",
+    ),
+]
+
+
+def quickstart_lm(announce: bool = True) -> ScriptedLM:
+    """The scripted LM for the quickstart notebook."""
+    if announce:
+        print(NOTICE)
+    return ScriptedLM(QUICKSTART_STEPS, replies="(scripted demo reply)")
+
+
+def run_notebook(path: str | Path, timeout: int = 300) -> str:
+    """Execute a notebook headless in a real kernel; return the text of its `demo-result` cells."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    path = Path(path)
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    texts = []
+    for cell in notebook.cells:
+        if "demo-result" not in cell.get("metadata", {}).get("tags", []):
+            continue
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream" and output.get("name") == "stdout":
+                texts.append(output["text"])
+            elif "data" in output:
+                texts.append(output["data"].get("text/markdown") or output["data"].get("text/plain", ""))
+    return "".join(texts).strip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    path = args[0] if args else "notebooks/01_quickstart.ipynb"
+    print(f"Running {path} in a fresh kernel ...")
+    print(run_notebook(path))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

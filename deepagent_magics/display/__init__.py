@@ -1,0 +1,13 @@
+"""Showing runs: the live widget dashboard or a text display, both listeners on the run's events.
+
+- `show`: pick and start a view for a run (or a past run's record)
+- `dashboard`: the ipywidgets dashboard; `markup`: its HTML
+- `text`: progress lines and a summary; `routing`: calling listeners from any thread
+"""
+
+from .routing import Routed
+from .show import MODES, choose_mode, has_widget_frontend, show_record, show_run
+from .text import TextProgress, summary
+
+__all__ = ["Routed", "MODES", "choose_mode", "has_widget_frontend", "show_record", "show_run", "TextProgress",
+           "summary"]

@@ -1,0 +1,263 @@
+"""The live dashboard: ipywidgets that show a run while it works.
+
+Layout, top to bottom: a status line; the todos beside the workspace (file tree
+and a file's head); the trajectory, one collapsible entry per step with each
+sub-agent's run nested, collapsible, under the step that spawned it; the result.
+
+The dashboard only listens to the run's events. Every update appends a widget or
+patches one small widget: a new step adds one entry to the current page of 50
+(so the message a step sends does not grow with the run), a finished step
+re-renders only its own body, and the status line is one HTML value. Nothing
+re-renders the trajectory.
+
+Threads and cells are `show.show_run`'s business: it calls `on_event` under one
+lock, in the context of the cell that started the run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets as W
+
+from ..core.run import (
+    FILE_WRITTEN,
+    LM_USAGE,
+    RUN_FINISHED,
+    RUN_STARTED,
+    STATUS,
+    STEP_FINISHED,
+    STEP_STARTED,
+    SUBAGENT_FINISHED,
+    SUBAGENT_STARTED,
+    TODOS,
+    Event,
+    Run,
+)
+from ..core.workspace import Workspace
+from .markup import (
+    STYLE,
+    esc,
+    file_head,
+    head_line,
+    status_line,
+    step_body,
+    step_title,
+    todos_html,
+    tree_html,
+)
+
+PAGE_SIZE = 50
+TREE_MAX_FILES = 300
+DASHBOARD_CLASS = "deepagent-dashboard"
+
+
+def _box(title: str, *children: W.Widget, flex: str = "1 1 0", style: str = "") -> W.VBox:
+    label = W.HTML(f'{style}<div class="dag-panel-title">{esc(title)}</div>')
+    return W.VBox([label, *children], layout=W.Layout(flex=flex, min_width="0", padding="4px 8px",
+                                                      border="1px solid var(--jp-border-color2, #ddd)"))
+
+
+# --------------------------------------------------------------------------- pieces
+class StepView:
+    """One step: a collapsible entry with its reasoning, highlighted code and output, then its sub-agents."""
+
+    def __init__(self, index: int, reasoning: str, code: str):
+        self.index, self.reasoning, self.code = index, reasoning, code
+        self.body = W.HTML(step_body(reasoning, code, None))
+        self.subagents = W.VBox([], layout=W.Layout(margin="0 0 0 12px"))
+        self.widget = W.Accordion(children=[W.VBox([self.body, self.subagents])],
+                                  titles=(step_title(index, reasoning, None),))
+
+    def finish(self, output: str) -> None:
+        self.body.value = step_body(self.reasoning, self.code, output)
+        self.widget.titles = (step_title(self.index, self.reasoning, output),)
+
+    def add_subagent(self, widget: W.Widget) -> None:
+        self.subagents.children = (*self.subagents.children, widget)
+
+
+class RunView:
+    """One run's trajectory; a sub-agent's also carries its status and todos, in a collapsible entry."""
+
+    def __init__(self, run: Run, nested: bool):
+        self.run = run
+        self.nested = nested
+        self.steps: list[StepView] = []
+        self.pages = W.VBox([])
+        self._page: W.VBox | None = None
+        self.orphans = W.VBox([])
+        if nested:
+            self.status = W.HTML(status_line(run))
+            self.todos = W.HTML("")
+            self.widget = W.Accordion(children=[W.VBox([self.status, self.todos, self.orphans, self.pages])],
+                                      titles=(self.title(),))
+        else:
+            self.widget = W.VBox([self.orphans, self.pages])
+
+    def title(self) -> str:
+        run = self.run
+        return f"↳ sub-agent {run.id[-6:]} · {head_line(run.task, 70)} · {run.status} · {len(run.steps)} steps"
+
+    def add_step(self, index: int, reasoning: str, code: str) -> StepView:
+        step = StepView(index, reasoning, code)
+        self.steps.append(step)
+        if self._page is None or len(self._page.children) >= PAGE_SIZE:
+            self._page = W.VBox([])
+            self.pages.children = (*self.pages.children, self._page)
+        self._page.children = (*self._page.children, step.widget)
+        return step
+
+    def step(self, index: int | None) -> StepView | None:
+        if index is None or not 0 < index <= len(self.steps):
+            return None
+        return self.steps[index - 1]
+
+    def refresh(self) -> None:
+        if self.nested:
+            self.status.value = status_line(self.run)
+            self.widget.titles = (self.title(),)
+
+
+# --------------------------------------------------------------------------- the dashboard
+class Dashboard:
+    """The widgets for one root run, fed by its events (``on_event``)."""
+
+    def __init__(self, run: Run):
+        self.run = run
+        self.status = W.HTML(status_line(run))
+        self.todos = W.HTML(todos_html(run.todos))
+        self.tree = W.HTML(tree_html([], set()))
+        self.preview_choice = W.Dropdown(options=[], description="Preview", layout=W.Layout(width="95%"))
+        self.preview = W.HTML("")
+        self.preview_choice.observe(self._on_preview_choice, names="value")
+        self.result = W.Output()
+        self.result_box = _box("Result", self.result, flex="1 1 auto")
+        self.result_box.layout.display = "none"
+        self.root = RunView(run, nested=False)
+        self.views: dict[str, RunView] = {run.id: self.root}
+        self.workspace: Workspace | None = None
+        self.written: dict[str, int] = {}
+        self._open_step: StepView | None = None
+        self._tree_files: list[str] = []
+        panels = W.HBox([_box("Todos", self.todos), _box("Workspace", self.tree, self.preview_choice, self.preview)],
+                        layout=W.Layout(width="100%"))
+        self.widget = W.VBox([self.status, panels, _box("Trajectory", self.root.widget, flex="1 1 auto", style=STYLE),
+                              self.result_box], layout=W.Layout(width="100%"))
+        self.widget.add_class(DASHBOARD_CLASS)
+
+    # ------------------------------------------------------------------ events
+    def on_event(self, event: Event) -> None:
+        kind, run, data = event.kind, event.run, event.data
+        view = self._view_for(run)
+        if kind == RUN_STARTED and run is self.run:
+            root = run.config.get("workspace")
+            self.workspace = Workspace(root) if root else None
+            self.refresh_tree()
+        elif kind == STEP_STARTED and view is not None:
+            step = view.add_step(data["index"], data.get("reasoning", ""), data.get("code", ""))
+            if view is self.root:  # the newest top-level step is open, the one before closes
+                if self._open_step is not None:
+                    self._open_step.widget.selected_index = None
+                step.widget.selected_index = 0
+                self._open_step = step
+        elif kind == STEP_FINISHED and view is not None:
+            step = view.step(data["index"])
+            if step is not None:
+                step.finish(data.get("output") or "")
+            self.refresh_tree()
+        elif kind == TODOS:
+            if run is self.run:
+                self.todos.value = todos_html(data["todos"])
+            elif view is not None and view.nested:
+                view.todos.value = todos_html(data["todos"])
+        elif kind == FILE_WRITTEN:
+            self.written[data["path"]] = data.get("size", 0)
+            self.refresh_tree()
+            self.show_preview(data["path"])
+        elif kind == SUBAGENT_STARTED:
+            self._view_for(data["child"])
+        elif kind == RUN_FINISHED and run is self.run:
+            self.show_result()
+        if view is not None and view is not self.root and kind in (STEP_STARTED, STEP_FINISHED, LM_USAGE, STATUS,
+                                                                   RUN_STARTED, RUN_FINISHED, SUBAGENT_FINISHED):
+            view.refresh()
+        self.status.value = status_line(self.run)
+
+    def _view_for(self, run: Run) -> RunView | None:
+        """The view of ``run``, made (nested under its parent's step) the first time it is seen."""
+        view = self.views.get(run.id)
+        if view is not None or run.parent is None:
+            return view
+        parent = self._view_for(run.parent)
+        if parent is None:
+            return None
+        view = self.views[run.id] = RunView(run, nested=True)
+        step = parent.step(run.parent_step)
+        if step is not None:
+            step.add_subagent(view.widget)
+        else:
+            parent.orphans.children = (*parent.orphans.children, view.widget)
+        return view
+
+    # ------------------------------------------------------------------ panels
+    def refresh(self) -> None:
+        """Patch the status lines (after a replay has restored the run's times)."""
+        self.status.value = status_line(self.run)
+        for view in self.views.values():
+            view.refresh()
+
+    def refresh_tree(self) -> None:
+        if self.workspace is None:
+            files = sorted(self.written.items())
+            more = False
+        else:
+            files = self.workspace.tree(max_entries=TREE_MAX_FILES + 1)
+            more = len(files) > TREE_MAX_FILES
+            files = files[:TREE_MAX_FILES]
+        value = tree_html(files, set(self.written), more)
+        if value != self.tree.value:
+            self.tree.value = value
+        names = [path for path, _ in sorted(files)]
+        if names != self._tree_files:
+            self._tree_files = names
+            current = self.preview_choice.value
+            with self.preview_choice.hold_trait_notifications():
+                self.preview_choice.options = names
+                self.preview_choice.value = current if current in names else None
+
+    def show_preview(self, path: str) -> None:
+        if path in self._tree_files and self.preview_choice.value != path:
+            self.preview_choice.value = path  # the observer renders it
+        else:
+            self._render_preview(path)
+
+    def _on_preview_choice(self, change: dict[str, Any]) -> None:
+        if change["new"]:
+            self._render_preview(change["new"])
+
+    def _render_preview(self, path: str) -> None:
+        if self.workspace is None:
+            self.preview.value = ""
+            return
+        try:
+            target = self.workspace.resolve(path)
+        except ValueError:
+            self.preview.value = ""
+            return
+        self.preview.value = f"<small>{esc(path)}</small>{file_head(target)}"
+
+    def show_result(self) -> None:
+        run = self.run
+        if run.status == "finished":
+            data = {"text/markdown": str(run.result), "text/plain": str(run.result)}
+        else:
+            text = {"interrupted": "Interrupted: the trajectory so far is kept.",
+                    "failed": f"The agent failed: {run.error}"}.get(run.status, run.status)
+            data = {"text/html": f'<div class="dag-error">{esc(text)}</div>', "text/plain": text}
+        self.result.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
+        self.result_box.layout.display = None
+
+    def close(self) -> None:
+        """Nothing to stop: the widgets stay, and the preview keeps working after the cell."""
+        self.status.value = status_line(self.run)

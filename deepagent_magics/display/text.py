@@ -1,0 +1,69 @@
+"""The text display: one progress line per finished step (sub-agents indented), then a summary.
+
+For terminals and for headless runs; `show.show_run` picks it when widgets cannot render.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ..core.run import RUN_FINISHED, STEP_FINISHED, SUBAGENT_STARTED, Event, Run
+from .routing import Routed
+
+
+class TextProgress:
+    """One line per finished step (sub-agents indented under their parent), then a summary."""
+
+    def __init__(self, run: Run, stream: Any = None, show_result: bool = False):
+        self.run = run
+        self.stream = stream
+        self.shows_result = show_result
+        self.unsubscribe = run.subscribe(Routed(self.on_event))
+
+    def _write(self, text: str) -> None:
+        stream = self.stream or sys.stdout
+        # Bypass the per-thread capture of the agent's own output (capture._Router).
+        stream = getattr(stream, "_stream", stream) if type(stream).__name__ == "_Router" else stream
+        print(text, file=stream, flush=True)
+
+    def on_event(self, event: Event) -> None:
+        run = event.run
+        indent = "  " * (run.depth - self.run.depth)
+        if event.kind == STEP_FINISHED:
+            step = run.steps[event.data["index"] - 1]
+            output = event.data.get("output") or ""
+            mark = "✗" if output.startswith("[Error]") else "✓"
+            head = (step.reasoning.strip().splitlines() or [""])[0][:80]
+            self._write(f"{indent}[{run.id[-6:]}] step {step.index}/{run.max_iters or '?'} {mark} {head}")
+        elif event.kind == SUBAGENT_STARTED:
+            child = event.data["child"]
+            task = (child.task.strip().splitlines() or [""])[0][:70]
+            self._write(f"{indent}  ↳ sub-agent {child.id[-6:]} (step {event.data.get('step')}): {task}")
+        elif event.kind == RUN_FINISHED:
+            self._write(indent + summary(run))
+            if run is self.run and self.shows_result and run.status == "finished":
+                self._write(f"\n{run.result}")
+
+    def close(self) -> None:
+        self.unsubscribe()
+
+
+def summary(run: Run) -> str:
+    """One line: status, steps, sub-agents, usage, time, todos, files."""
+    usage = run.tree_usage()
+    children = _count_children(run)
+    parts = [f"{len(run.steps)} steps" + (f" (+{children} sub-agents)" if children else ""),
+             f"{usage.lm_calls} LM calls", f"{usage.tokens:,} tokens", f"${usage.cost:.4f}", f"{run.elapsed:.1f}s"]
+    if run.todos:
+        done = sum(item.get("status") == "completed" for item in run.todos)
+        parts.append(f"todos {done}/{len(run.todos)} completed")
+    if run.files_written:
+        shown = ", ".join(run.files_written[:5]) + (", ..." if len(run.files_written) > 5 else "")
+        parts.append(f"wrote {shown}")
+    head = f"{run.status}" + (f" ({run.error})" if run.error and run.status != "finished" else "")
+    return f"{head}: " + ", ".join(parts)
+
+
+def _count_children(run: Run) -> int:
+    return sum(1 + _count_children(child) for child in run.children)

@@ -1,0 +1,15 @@
+"""The agent's REPLs, dspy ``CodeInterpreter``s both:
+
+- `shell.ShellInterpreter`: the root agent's, the live notebook namespace;
+- `kernel.KernelInterpreter`: a sub-agent's, a Jupyter kernel of its own from a `pool.KernelPool`.
+
+`kernel_side` runs inside those kernels (and lends the shell its SUBMIT and traceback
+helpers); `capture` catches what code prints per thread; `time_limit` bounds a block.
+"""
+
+from .kernel import KernelInterpreter, KernelInterpreterFactory
+from .pool import KernelPool, default_pool, stop_default_pool
+from .shell import ShellInterpreter, ShellInterpreterFactory
+
+__all__ = ["KernelInterpreter", "KernelInterpreterFactory", "KernelPool", "default_pool", "stop_default_pool",
+           "ShellInterpreter", "ShellInterpreterFactory"]

@@ -1,0 +1,348 @@
+"""KernelInterpreter: a dspy `CodeInterpreter` whose REPL is a Jupyter kernel of its own.
+
+A sub-agent's code runs in a separate process, so it cannot see its parent's
+variables; it shares only the workspace directory (the kernel's current
+directory). The kernel comes from a `KernelPool` already started, connected and
+prepared, so the first step runs within milliseconds of taking it.
+
+Each step is one ``execute_request`` (see `kernel_side`); what the code prints
+and displays comes back on the iopub channel, and how it ended (ok, SUBMIT,
+error) in the ``execute_reply``. Tool calls go to the host over the stdin channel:
+the kernel's tool stubs call ``input()`` with a JSON request, the host runs the
+tool (through ``session.wrap_tool``, so it acts on the sub-agent's run) and
+answers with the JSON result. Every tool works this way, ``llm_query`` and
+``delegate`` included, and so does DSPy's sandbox ``dspy`` facade.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Callable
+
+import zmq
+from dspy.primitives.code_interpreter import (
+    CodeExecutionError,
+    CodeInterpreterError,
+    FinalOutput,
+)
+from dspy.primitives.facade import HOST_TOKEN_VAR
+
+from ..core.agent import DEFAULT_TIMEOUT
+from ..core.calling import accept_positional
+from ..core.run import Run
+from ..core.session import Session
+from .capture import bundle_to_text
+from .kernel_side import RESULT_SOURCE, RUNTIME_NAME, SETUP_FILENAME, TOOL_PROMPT
+from .pool import Kernel, KernelPool, KernelStartError, start_kernel
+from .steps import StepInterpreter
+
+POLL_SECONDS = 0.1
+INTERRUPT_GRACE = 3.0  # seconds an interrupted kernel gets before it is killed
+_MISSING = object()
+
+KERNEL_EXECUTION_INSTRUCTIONS = (
+    "Code runs in a fresh Jupyter kernel of your own, a separate process: your parent's and the notebook's "
+    "variables are not defined here, and your parent sees only what you SUBMIT (or write to workspace files). "
+    "The current directory is the shared workspace. Variables persist between your steps. A bare expression "
+    "on the last line is echoed, as in a REPL. Tools and SUBMIT are global functions that take positional or "
+    "keyword arguments; arguments and results travel as JSON. Each code block may run for at most "
+    "{timeout:g} seconds."
+)
+
+
+class KernelInterpreter(StepInterpreter):
+    """Execute agent code in a kernel taken from ``pool`` (or started for it).
+
+    Args:
+        pool: where to take the kernel from; without one a kernel is started on ``start()``.
+        kernel_name: the kernel spec when starting without a pool (default: the host's Python).
+        tools: host callables the code may call by name (RLM adds its own to ``tools``).
+        timeout: seconds one code block may run (time spent in tools does not count);
+            then the kernel is interrupted, and killed if it does not stop.
+        run: the `Run` whose open step each execution closes with its output.
+        wrap_tool: how a tool is called on the host (``Session.wrap_tool``).
+        cwd: the directory the kernel works in (the workspace).
+        on_start: called with the interpreter once it has its kernel.
+    """
+
+    def __init__(
+        self,
+        *,
+        pool: KernelPool | None = None,
+        kernel_name: str | None = None,
+        tools: dict[str, Callable[..., Any]] | None = None,
+        output_fields: list[dict[str, Any]] | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        run: Run | None = None,
+        wrap_tool: Callable[[str, Callable[..., Any]], Callable[..., Any]] | None = None,
+        cwd: str | None = None,
+        on_start: Callable[["KernelInterpreter"], None] | None = None,
+    ):
+        self.pool = pool
+        self.kernel_name = kernel_name
+        self.tools: dict[str, Callable[..., Any]] = dict(tools or {})
+        self.output_fields = output_fields
+        self.timeout = timeout
+        self.run = run
+        self.cwd = cwd
+        self.on_start = on_start
+        self.kernel: Kernel | None = None
+        self.stop_message: str | None = None
+        self.stopped = False
+        self._wrap_tool = wrap_tool or accept_positional
+        self._wrapped: dict[str, tuple[Any, Callable[..., Any]]] = {}
+        self._sent: dict[str, Any] = {}
+        self._bound: tuple[list[str], list[str]] | None = None
+        self._poller: zmq.Poller | None = None
+        self._first = True
+        self._shut_down = False
+
+    # ------------------------------------------------------------- lifecycle
+    def start(self) -> None:
+        if self.kernel is not None or self._shut_down:
+            if self._shut_down:
+                raise CodeInterpreterError("this interpreter was shut down")
+            return
+        self._check_stopped()
+        try:
+            kernel = self.pool.take() if self.pool is not None else start_kernel(self.kernel_name, self.cwd)
+        except KernelStartError as exc:
+            raise CodeInterpreterError(str(exc)) from None
+        self.kernel = kernel
+        poller = zmq.Poller()
+        for channel in (kernel.client.iopub_channel, kernel.client.stdin_channel, kernel.client.shell_channel):
+            poller.register(channel.socket, zmq.POLLIN)
+        self._poller = poller
+        if self.on_start is not None:
+            self.on_start(self)
+        self._check_stopped()
+
+    def shutdown(self) -> None:
+        """Kill the kernel (it is used by one sub-agent only)."""
+        self._shut_down = True
+        kernel, self.kernel = self.kernel, None
+        self._poller = None
+        if kernel is None:
+            return
+        if self.pool is not None:
+            self.pool.release(kernel)
+        else:
+            kernel.close()
+
+    def stop(self, message: str | None = None, *, hard: bool = False) -> None:
+        """Stop this interpreter from another thread: the running code ends with ``message``
+        as a CodeInterpreterError (None: with KeyboardInterrupt). The kernel is interrupted,
+        or with ``hard`` killed."""
+        self.stop_message = message
+        self.stopped = True
+        kernel = self.kernel
+        if kernel is not None:
+            kernel.kill() if hard else kernel.interrupt()
+
+    @property
+    def pid(self) -> int | None:
+        return self.kernel.pid if self.kernel is not None else None
+
+    # ------------------------------------------------------------- execution
+    def _execute(self, code: str, variables: dict[str, Any] | None) -> Any:
+        self.start()
+        assert self.kernel is not None
+        variables = dict(variables or {})
+        setup = HOST_TOKEN_VAR in variables
+        if setup and code in self.kernel.preinstalled:
+            return None  # the pool ran this set-up (DSPy's shim) when it warmed the kernel
+        request: dict[str, Any] = {"code": code, "variables": self._changed(variables), "setup": setup}
+        bindings = (sorted(self.tools), [field["name"] for field in (self.output_fields or [])] or ["result"])
+        if bindings != self._bound:  # the tool stubs and SUBMIT, bound again only when they change
+            request["tools"], request["outputs"] = self._bound = bindings
+        if self._first and self.cwd:
+            request["cwd"] = self.cwd
+        self._first = False
+        payload = json.dumps(request, default=str)
+        msg_id = self.kernel.client.execute(
+            f"{RUNTIME_NAME}.run({payload!r})", silent=True, store_history=False, allow_stdin=True,
+            stop_on_error=False,
+        )
+        try:
+            return self._collect(msg_id, request["setup"])
+        except KeyboardInterrupt:
+            if self.kernel is not None:
+                self.kernel.interrupt()
+            raise
+
+    def _changed(self, variables: dict[str, Any]) -> dict[str, Any]:
+        """Only the inputs not sent before (RLM passes the same ones every step)."""
+        changed = {name: value for name, value in variables.items() if self._sent.get(name, _MISSING) is not value}
+        self._sent.update(changed)
+        return changed
+
+    def _collect(self, msg_id: str, setup: bool) -> Any:
+        kernel = self.kernel
+        client = kernel.client
+        iopub, stdin, shell = client.iopub_channel, client.stdin_channel, client.shell_channel
+        deadline = time.monotonic() + self.timeout if self.timeout else None
+        interrupted_at: float | None = None
+        parts: list[str] = []
+        streaming = False
+        result: dict[str, Any] | None = None
+        error: dict[str, Any] | None = None
+        idle = replied = False
+        while not (idle and replied):
+            self._check_stopped()
+            now = time.monotonic()
+            if deadline is not None and now >= deadline and interrupted_at is None:
+                kernel.interrupt()
+                interrupted_at = now
+            if interrupted_at is not None and now - interrupted_at > INTERRUPT_GRACE:
+                kernel.kill()
+                raise CodeInterpreterError(
+                    f"TimeoutError: the code ran longer than {self.timeout:g} s and did not stop when "
+                    "interrupted, so its kernel was killed; this sub-agent's state is lost."
+                )
+            wait = POLL_SECONDS if deadline is None or interrupted_at else min(POLL_SECONDS, deadline - now)
+            events = dict(self._poller.poll(max(0, int(wait * 1000))))
+            if stdin.socket in events:
+                while stdin.msg_ready():
+                    msg = stdin.get_msg(timeout=0)
+                    if msg["msg_type"] != "input_request" or msg["parent_header"].get("msg_id") != msg_id:
+                        continue
+                    started = time.monotonic()
+                    reply = self._answer(msg["content"].get("prompt", ""))
+                    if deadline is not None and interrupted_at is None:
+                        deadline += time.monotonic() - started  # time in tools does not count
+                    self._check_stopped()
+                    client.input(reply)
+            if iopub.socket in events:
+                while iopub.msg_ready():
+                    msg = iopub.get_msg(timeout=0)
+                    if msg["parent_header"].get("msg_id") != msg_id:
+                        continue
+                    kind, content = msg["msg_type"], msg["content"]
+                    if kind == "stream":
+                        if streaming:
+                            parts[-1] += content.get("text", "")
+                        else:
+                            parts.append(content.get("text", ""))
+                        streaming = True
+                        continue
+                    streaming = False
+                    if kind in ("display_data", "execute_result", "update_display_data"):
+                        parts.append(bundle_to_text(content.get("data", {})))
+                    elif kind == "error":
+                        error = content
+                    elif kind == "status" and content.get("execution_state") == "idle":
+                        idle = True  # every output of the request has arrived
+            if shell.socket in events:
+                while shell.msg_ready():
+                    msg = shell.get_msg(timeout=0)
+                    if msg["parent_header"].get("msg_id") != msg_id:
+                        continue
+                    replied = True
+                    if msg["content"].get("status") == "error" and error is None:
+                        error = msg["content"]
+                    for payload in msg["content"].get("payload") or []:
+                        if payload.get("source") == RESULT_SOURCE:
+                            result = payload.get("result")
+            if not events and not kernel.alive():
+                self._check_stopped()
+                raise CodeInterpreterError(self._died_message())
+        text = "\n".join(part.rstrip("\n") for part in parts if part)
+        return self._outcome(result, error, text, interrupted_at is not None, setup)
+
+    def _outcome(self, result: dict[str, Any] | None, error: dict[str, Any] | None, text: str,
+                 timed_out: bool, setup: bool) -> Any:
+        status = (result or {}).get("status")
+        if timed_out and status in (None, "interrupted"):
+            raise CodeExecutionError(
+                f"TimeoutError: this code ran longer than {self.timeout:g} s and was stopped. Variables it "
+                "assigned before that are kept. Work in smaller pieces, or avoid unbounded loops."
+            )
+        if result is None:
+            if error is not None:
+                raise CodeExecutionError(f"{error.get('ename')}: {error.get('evalue')}")
+            raise CodeInterpreterError("the kernel finished the request without a result")
+        if status == "submit":
+            return FinalOutput(result["output"])
+        if status == "syntax_error":
+            filename = SETUP_FILENAME if setup else "<agent step>"
+            raise SyntaxError(result.get("message"), (filename, result.get("lineno"), result.get("offset"),
+                                                     result.get("text")))
+        if status == "error":
+            raise CodeExecutionError("\n".join(filter(None, [text, result.get("traceback", "")])))
+        if status == "interrupted":
+            self._check_stopped()
+            raise CodeExecutionError("KeyboardInterrupt: the code was interrupted")
+        echo = result.get("echo")
+        output = "\n".join(filter(None, [text, echo]))
+        return output or None
+
+    # ------------------------------------------------------------- tools
+    def _answer(self, prompt: str) -> str:
+        """Run the tool a kernel stub asked for; the JSON reply it gets back."""
+        if not prompt.startswith(TOOL_PROMPT):
+            return ""  # the agent's code called input(): there is no one to answer
+        try:
+            request = json.loads(prompt[len(TOOL_PROMPT):])
+            name = request["tool"]
+            args, kwargs = list(request.get("args") or []), dict(request.get("kwargs") or {})
+        except (ValueError, KeyError, TypeError) as exc:
+            return json.dumps({"error": f"malformed tool request: {exc}", "type": "RuntimeError"})
+        tool = self.tools.get(name)
+        if tool is None:
+            return json.dumps({"error": f"no tool named {name!r}", "type": "NameError"})
+        try:
+            value = self._wrapped_tool(name, tool)(*args, **kwargs)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            return json.dumps({"error": str(exc) or type(exc).__name__, "type": type(exc).__name__})
+        try:
+            return json.dumps({"value": value}, default=str)
+        except (TypeError, ValueError):
+            return json.dumps({"value": repr(value)})
+
+    def _wrapped_tool(self, name: str, tool: Callable[..., Any]) -> Callable[..., Any]:
+        cached = self._wrapped.get(name)
+        if cached is None or cached[0] is not tool:
+            cached = self._wrapped[name] = (tool, self._wrap_tool(name, tool))
+        return cached[1]
+
+    # ------------------------------------------------------------- faults
+    def _check_stopped(self) -> None:
+        if not self.stopped:
+            return
+        if self.stop_message is None:
+            raise KeyboardInterrupt("the sub-agent was interrupted")
+        raise CodeInterpreterError(self.stop_message)
+
+    def _died_message(self) -> str:
+        kernel = self.kernel
+        code = kernel.exit_code() if kernel is not None else None
+        detail = kernel.log_tail(5) if kernel is not None else ""
+        message = f"the sub-agent's kernel died (exit code {code}); its state is lost"
+        return message + (f"\nKernel log:\n{detail}" if detail else "")
+
+
+class KernelInterpreterFactory:
+    """Makes the `KernelInterpreter` for one sub-agent run; RLM reads ``execution_instructions``."""
+
+    def __init__(self, session: Session | None = None, pool: KernelPool | None = None,
+                 timeout: float | None = DEFAULT_TIMEOUT,
+                 on_start: Callable[[KernelInterpreter], None] | None = None):
+        self.session = session
+        self.pool = pool
+        self.timeout = timeout
+        self.on_start = on_start
+        self.execution_instructions = KERNEL_EXECUTION_INSTRUCTIONS.format(timeout=timeout or float("inf"))
+
+    def __call__(self) -> KernelInterpreter:
+        session = self.session
+        return KernelInterpreter(
+            pool=self.pool,
+            timeout=self.timeout,
+            run=session.run if session else None,
+            wrap_tool=session.wrap_tool if session else None,
+            cwd=str(session.workspace.root) if session else None,
+            on_start=self.on_start,
+        )

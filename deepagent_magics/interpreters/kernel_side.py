@@ -1,0 +1,245 @@
+"""The kernel side of `KernelInterpreter`: this file's source runs inside each sub-agent's kernel.
+
+The host installs it once per kernel, when the pool warms the kernel up, as the
+hidden name ``_deepagent_runtime``. Each step is then one silent
+``execute_request`` calling ``_deepagent_runtime.run(request)``, which runs the
+agent's code in the kernel's namespace (its output goes out on iopub as usual)
+and says how the code ended (ok, SUBMIT, error, interrupted) in a payload of the
+``execute_reply``, marked ``"source": RESULT_SOURCE``: one message fewer than a
+display message, and no execute_input broadcast.
+
+Tool calls go the other way over the kernel's stdin channel: a tool here is a
+stub that calls ``input()`` with `TOOL_PROMPT` and a JSON request; the host
+runs the real tool and answers with a JSON reply (``{"value": ...}`` or
+``{"error": ..., "type": ...}``).
+
+The kernel may be any Python kernel spec, without this package installed, so
+this file uses only the standard library and IPython. The host's `ShellInterpreter`
+uses the same helpers (SUBMIT, the trailing-expression echo, the agent traceback),
+so a step behaves the same in the notebook and in a sub-agent's kernel.
+"""
+
+import ast
+import builtins
+import json
+import linecache
+import os
+import threading
+import traceback
+
+TOOL_PROMPT = "__deepagent_tool__ "
+RESULT_SOURCE = "deepagent"
+RUNTIME_NAME = "_deepagent_runtime"
+SETUP_FILENAME = "<deepagent setup>"
+RUNTIME_FILENAME = "<deepagent kernel_side>"  # this file, as the kernel compiles it
+STEP_PREFIX = "<agent step"
+ECHO_LIMIT = 20_000
+
+
+class ToolError(Exception):
+    """A host tool failed; the message is the host's error."""
+
+
+class Submitted(BaseException):
+    """Raised by SUBMIT to end the step with the final outputs (a BaseException: `except Exception` can't eat it)."""
+
+    def __init__(self, output):
+        self.output = output
+
+
+def make_submit(names):
+    """The SUBMIT function for output fields ``names``: positional or keyword, each field once."""
+
+    def SUBMIT(*args, **kwargs):
+        if len(args) > len(names):
+            raise TypeError(f"SUBMIT() takes at most {len(names)} positional arguments ({', '.join(names)})")
+        output = dict(zip(names, args))
+        for key, value in kwargs.items():
+            if key in output:
+                raise TypeError(f"SUBMIT() got multiple values for {key!r}")
+            output[key] = value
+        unknown = sorted(set(output) - set(names))
+        if unknown:
+            raise TypeError(f"SUBMIT() got unexpected fields {unknown}; the outputs are {names}")
+        raise Submitted(output)
+
+    SUBMIT.__doc__ = f"Finish the run with the final outputs: SUBMIT({', '.join(names)})."
+    return SUBMIT
+
+
+def split_trailing_expression(tree):
+    """(the statements, the last one as an expression to echo, or None)."""
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        body = ast.Module(body=tree.body[:-1], type_ignores=[])
+        return body, ast.Expression(body=tree.body[-1].value)
+    return tree, None
+
+
+class Runtime:
+    """Runs the agent's steps in ``namespace`` and bridges its tool calls to the host."""
+
+    def __init__(self, namespace):
+        self.namespace = namespace
+        self.steps = 0
+        self.tool_names = []
+        self.submit = make_submit(["result"])
+        self._tool_lock = threading.Lock()  # one input_request at a time
+
+    # ----------------------------------------------------------------- tools
+    def bind_tools(self, names=None, outputs=None):
+        """Bind a stub per tool name and SUBMIT; rebind any the agent's code overwrote."""
+        if names is not None:
+            self.tool_names = list(names)
+        if outputs is not None:
+            self.submit = make_submit(list(outputs) or ["result"])
+        for name in self.tool_names:
+            if getattr(self.namespace.get(name), "_deepagent_tool", None) != name:
+                self.namespace[name] = self._stub(name)
+        if self.namespace.get("SUBMIT") is not self.submit:
+            self.namespace["SUBMIT"] = self.submit
+
+    def _stub(self, name):
+        runtime = self
+
+        def tool(*args, **kwargs):
+            return runtime.call(name, args, kwargs)
+
+        tool.__name__ = tool.__qualname__ = name
+        tool.__doc__ = f"{name}(...): runs on the host."
+        tool._deepagent_tool = name
+        return tool
+
+    def call(self, name, args, kwargs):
+        request = json.dumps({"tool": name, "args": list(args), "kwargs": kwargs}, default=str)
+        with self._tool_lock:
+            reply = json.loads(builtins.input(TOOL_PROMPT + request))
+        if "error" in reply:
+            kind = getattr(builtins, str(reply.get("type")), None)
+            if isinstance(kind, type) and issubclass(kind, Exception) and kind is not Exception:
+                raise kind(reply["error"])
+            raise ToolError(f"{reply.get('type', 'Error')}: {reply['error']}")
+        return reply.get("value")
+
+    def preinstall(self, code, tools, variables):
+        """Run set-up code at warm-up (DSPy's sandbox dspy shim), so a sub-agent's start does not wait for it."""
+        self.bind_tools(tools)
+        self.namespace.update(variables)
+        exec(compile(code, SETUP_FILENAME, "exec"), self.namespace)
+
+    # ----------------------------------------------------------------- steps
+    def run(self, request_json):
+        """Run one step; say how it ended in the execute_reply's payload."""
+        request = json.loads(request_json)
+        if request.get("cwd"):
+            os.chdir(request["cwd"])
+        self.bind_tools(request.get("tools"), request.get("outputs"))
+        self.namespace.update(request.get("variables") or {})
+        self._publish(self._run_code(request["code"], bool(request.get("setup"))))
+
+    def _run_code(self, code, setup):
+        if not setup:
+            self.steps += 1
+        filename = SETUP_FILENAME if setup else f"{STEP_PREFIX} {self.steps}>"
+        try:
+            tree = ast.parse(code, filename=filename, mode="exec")
+        except SyntaxError as exc:
+            return {"status": "syntax_error", "message": exc.msg, "lineno": exc.lineno, "offset": exc.offset,
+                    "text": exc.text}
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        body, tail = split_trailing_expression(tree)
+        try:
+            try:
+                exec(compile(body, filename, "exec"), self.namespace)
+                value = eval(compile(tail, filename, "eval"), self.namespace) if tail is not None else None
+            except Submitted as submitted:
+                return {"status": "submit", "output": json.loads(json.dumps(submitted.output, default=str))}
+        except KeyboardInterrupt:
+            return {"status": "interrupted"}
+        except BaseException as exc:  # the agent's own error (SystemExit included): reported to the LM
+            return {"status": "error", "traceback": format_traceback(exc)}
+        return {"status": "ok", "echo": None if value is None else echo(value)}
+
+    @staticmethod
+    def _publish(result):
+        from IPython import get_ipython
+
+        get_ipython().payload_manager.write_payload({"source": RESULT_SOURCE, "result": result})
+
+
+def echo(value):
+    """A value as the REPL echoes it: strings as they are, else a bounded repr."""
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = repr(value)
+        except Exception as exc:
+            text = f"<{type(value).__name__} object; repr failed: {exc}>"
+    return text if len(text) <= ECHO_LIMIT else text[:ECHO_LIMIT] + f"... ({len(text) - ECHO_LIMIT} more chars)"
+
+
+def format_traceback(exc, library_frames=3):
+    """The traceback from the agent's own code down, with at most a few library frames."""
+    tb = exc.__traceback__
+    while tb is not None and not tb.tb_frame.f_code.co_filename.startswith(STEP_PREFIX):
+        tb = tb.tb_next
+    summary = traceback.extract_tb(tb) if tb is not None else traceback.StackSummary()
+    agent = [i for i, frame in enumerate(summary) if frame.filename.startswith(STEP_PREFIX)]
+    last = agent[-1] if agent else -1
+    keep = [frame for i, frame in enumerate(summary)
+            if frame.filename.startswith(STEP_PREFIX)
+            or (i > last and i >= len(summary) - library_frames and frame.filename != RUNTIME_FILENAME)]
+    lines = ["Traceback (most recent call last):\n"]
+    lines += traceback.StackSummary.from_list(keep).format()
+    lines += traceback.format_exception_only(type(exc), exc)
+    return "".join(lines).rstrip()
+
+
+def install(host_pid=None, lifeline_fd=None, kernel_dir=None):
+    """Bind the runtime in the kernel's namespace (called by the host once per kernel)."""
+    from IPython import get_ipython
+
+    namespace = get_ipython().user_ns
+    namespace[RUNTIME_NAME] = Runtime(namespace)
+    if host_pid:
+        _end_with_host(int(host_pid), lifeline_fd, kernel_dir)
+
+
+def _end_with_host(host_pid, lifeline_fd=None, kernel_dir=None, interval=0.5):
+    """When the host dies (even by SIGKILL), remove the kernel's private directory (its connection
+    file and sockets) and kill this kernel's process group: the kernel and what the agent's code
+    started. Only when the kernel leads its own group, as jupyter_client starts it.
+
+    ``lifeline_fd`` is the read end of a pipe whose write end only the host holds: it reads EOF
+    the moment the host is gone (before ipykernel's own parent poller, which would end the kernel
+    but not its children, notices). Without it, the parent pid is polled."""
+    import select
+    import signal
+    import time
+
+    if os.name != "posix" or os.getpgid(0) != os.getpid():
+        return
+
+    def host_gone():
+        if os.getppid() != host_pid:
+            return True
+        if lifeline_fd is None:
+            time.sleep(interval)
+            return False
+        try:
+            readable, _, _ = select.select([lifeline_fd], [], [], interval)
+            return bool(readable) and not os.read(lifeline_fd, 1)
+        except OSError:  # the kernel was launched without the pipe
+            time.sleep(interval)
+            return False
+
+    def watch():
+        while not host_gone():
+            pass
+        if kernel_dir:
+            import shutil
+
+            shutil.rmtree(kernel_dir, ignore_errors=True)
+        os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=watch, name="deepagent-host-watch", daemon=True).start()

@@ -1,0 +1,309 @@
+"""One Jupyter kernel for one sub-agent: started, connected, prepared, and killed after.
+
+By default a kernel runs the host's own Python (``sys.executable -m
+ipykernel_launcher``), so it has the same packages; ``kernel_name`` picks an
+installed kernel spec instead. Each kernel is its own process group, talks over
+unix sockets in a private directory, and gets the kernel-side runtime
+(`kernel_side`) and DSPy's sandbox shim installed before anyone takes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from typing import Any
+
+import zmq
+from jupyter_client import AsyncKernelManager, BlockingKernelClient
+from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+
+from .. import kernel_side
+from ..kernel_side import RUNTIME_NAME
+from . import lifecycle
+
+log = logging.getLogger(__name__)
+
+HOST_KERNEL = "deepagent-host-python"
+STARTUP_TIMEOUT = 60.0
+
+_INSTALL = (
+    "def _deepagent_install(source):\n"
+    "    import sys, types\n"
+    "    module = types.ModuleType('_deepagent_kernel_side')\n"
+    "    exec(compile(source, {filename!r}, 'exec'), module.__dict__)\n"
+    "    sys.modules[module.__name__] = module\n"
+    "    module.install(host_pid={host_pid}, lifeline_fd={lifeline_fd}, kernel_dir={kernel_dir!r})\n"
+    "_deepagent_install({source!r})\n"
+    "del _deepagent_install\n"
+)
+
+
+class KernelStartError(RuntimeError):
+    """A kernel could not be started (a missing kernel spec, a kernel that died at start-up)."""
+
+
+class _HostSpecs(KernelSpecManager):
+    """Kernel specs in which `HOST_KERNEL` is the host's own interpreter."""
+
+    def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
+        if kernel_name == HOST_KERNEL:
+            return KernelSpec(
+                argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                display_name="Python (deepagent host)",
+                language="python",
+                env={},
+                metadata={},
+            )
+        return super().get_kernel_spec(kernel_name)
+
+
+class Kernel:
+    """One started kernel: its manager, a connected client, and the process group to kill.
+
+    ``kill()`` only signals the process and may be called from any thread;
+    ``close()`` also releases the sockets and files and belongs to the thread
+    using the client (zmq sockets are not thread-safe).
+
+    jupyter_client's blocking wrappers (``run_sync``) cache their event loop in a
+    context variable, which ``contextvars.copy_context()`` would share between the
+    sub-agents' threads; so the manager is the async one, driven by
+    ``asyncio.run``, and the client is only used for its (synchronous) sockets.
+    """
+
+    def __init__(self, kernel_name: str | None = None):
+        self.kernel_name = kernel_name or HOST_KERNEL
+        self.dir = tempfile.mkdtemp(prefix="k-", dir=lifecycle.host_dir())
+        self.manager = AsyncKernelManager(
+            kernel_spec_manager=_HostSpecs(),
+            kernel_name=self.kernel_name,
+            transport="ipc",  # unix sockets in a private directory: no open TCP ports
+            ip=os.path.join(self.dir, "ipc"),
+            connection_file=os.path.join(self.dir, "kernel.json"),
+        )
+        self.client: Any = None
+        self.pid: int | None = None
+        self.pgid: int | None = None
+        self.killed = False
+        self.closed = False
+        self.started_at: float | None = None
+        self.log_path = os.path.join(self.dir, "kernel.log")
+        self.preinstalled: frozenset[str] = frozenset()  # set-up code already run in the kernel
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self, cwd: str | None = None, timeout: float = STARTUP_TIMEOUT) -> "Kernel":
+        """Launch the kernel, connect a client and install the kernel-side runtime."""
+        try:
+            with open(self.log_path, "wb") as output:  # the kernel's own logs, not the notebook's
+                _run_async(self.manager.start_kernel(cwd=cwd or os.getcwd(), stdout=output, stderr=output,
+                                                     pass_fds=(lifecycle.lifeline(),)))
+        except Exception as exc:
+            self.close()
+            raise KernelStartError(f"could not start kernel {self.kernel_name!r}: {exc}") from exc
+        provisioner = self.manager.provisioner
+        self.pid, self.pgid = getattr(provisioner, "pid", None), getattr(provisioner, "pgid", None)
+        self.started_at = time.time()
+        if not lifecycle.register(self):
+            self.kill()
+            raise KernelStartError("the process is exiting")
+        try:
+            self.client = BlockingKernelClient(connection_file=self.manager.connection_file, context=_context())
+            self.client.load_connection_file()
+            self.client.start_channels(hb=False)
+            self._wait_ready(timeout)
+            self.run_setup(_INSTALL.format(source=_source(), filename=kernel_side.RUNTIME_FILENAME,
+                                           host_pid=os.getpid(), lifeline_fd=lifecycle.lifeline(), kernel_dir=self.dir),
+                           timeout)
+            self._preinstall_dspy_shim(timeout)
+        except Exception as exc:
+            detail = self.log_tail()
+            self.close()
+            raise KernelStartError(
+                f"kernel {self.kernel_name!r} did not start: {exc}" + (f"\n{detail}" if detail else "")
+            ) from exc
+        return self
+
+    def _preinstall_dspy_shim(self, timeout: float) -> None:
+        """dspy.RLM runs its sandbox ``dspy`` shim as an interpreter's first code; run it now
+        (the same source, with the stubs of the two host tools it calls) and skip it later."""
+        from dspy.primitives.facade import (
+            CALL_TOOL,
+            CONSTRUCT_TOOL,
+            HOST_TOKEN_VAR,
+            SHIM_SETUP,
+        )
+
+        self.run_setup(f"{RUNTIME_NAME}.preinstall({SHIM_SETUP!r}, {[CONSTRUCT_TOOL, CALL_TOOL]!r}, "
+                       f"{{{HOST_TOKEN_VAR!r}: ''}})", timeout)
+        self.preinstalled = frozenset([SHIM_SETUP])
+
+    def _wait_ready(self, timeout: float) -> None:
+        """Until the kernel answers kernel_info on shell and its status reaches us on iopub
+        (a SUB socket joins late: output sent before it has joined would be lost)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise KernelStartError(f"the kernel exited during start-up (exit code {self.exit_code()})")
+            msg_id = self.client.kernel_info()
+            replied = seen = False
+            until = min(deadline, time.monotonic() + 1.0)
+            while not (replied and seen) and time.monotonic() < until:
+                for channel in (self.client.shell_channel, self.client.iopub_channel):
+                    try:
+                        msg = channel.get_msg(timeout=0.05)
+                    except Exception:  # queue.Empty
+                        continue
+                    if msg["parent_header"].get("msg_id") == msg_id:
+                        replied |= msg["msg_type"] == "kernel_info_reply"
+                        seen |= msg["msg_type"] == "status"
+            if replied and seen:
+                return
+        raise KernelStartError(f"the kernel did not answer within {timeout:g} s")
+
+    def run_setup(self, code: str, timeout: float = STARTUP_TIMEOUT) -> None:
+        """Execute set-up code quietly and wait until it has run; raise on an error."""
+        msg_id = self.client.execute(code, silent=True, store_history=False)
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.alive():
+                raise KernelStartError("the kernel stopped answering during set-up")
+            try:
+                msg = self.client.iopub_channel.get_msg(timeout=min(left, 0.5))
+            except Exception:  # queue.Empty
+                continue
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "error":
+                content = msg["content"]
+                raise KernelStartError(f"set-up failed: {content.get('ename')}: {content.get('evalue')}")
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                self._drain(self.client.shell_channel)
+                return
+
+    @staticmethod
+    def _drain(channel: Any) -> None:
+        while channel.msg_ready():
+            channel.get_msg(timeout=0)
+
+    def alive(self) -> bool:
+        process = getattr(self.manager.provisioner, "process", None)
+        return not self.killed and process is not None and process.poll() is None
+
+    def exit_code(self) -> int | None:
+        process = getattr(self.manager.provisioner, "process", None)
+        return process.poll() if process is not None else None
+
+    def interrupt(self) -> None:
+        """Interrupt the code running in the kernel (SIGINT to its process group)."""
+        if not self.alive():
+            return
+        try:
+            spec = self.manager.kernel_spec
+            if getattr(spec, "interrupt_mode", "signal") == "signal" and self.pgid:
+                os.killpg(self.pgid, signal.SIGINT)
+            else:  # a kernel that wants an interrupt_request message
+                _run_async(self.manager.interrupt_kernel())
+        except Exception:
+            log.debug("interrupting kernel %s failed", self.pid, exc_info=True)
+
+    def kill(self) -> None:
+        """Kill the kernel's process group now; safe from any thread."""
+        with self._lock:
+            first, self.killed = not self.killed, True
+        if first:
+            lifecycle.killpg(self.pgid, self.pid)
+        process = getattr(self.manager.provisioner, "process", None)
+        if process is not None:
+            try:
+                process.wait(timeout=5)
+            except Exception:
+                log.warning("kernel %s did not exit after SIGKILL", self.pid)
+
+    def close(self) -> None:
+        """Kill the kernel and release its sockets and files (from the thread using the client)."""
+        if self.closed:
+            return
+        self.closed = True
+        self.kill()
+        try:
+            if self.client is not None:
+                self.client.stop_channels()
+            if self.manager.provisioner is not None:
+                # The manager's control socket and zmq context: closed now, never left to the
+                # garbage collector (a context collected before its sockets blocks forever).
+                _run_async(self.manager.cleanup_resources())
+        except Exception:
+            log.debug("cleaning up kernel %s failed", self.pid, exc_info=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        lifecycle.unregister(self)
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            with open(self.log_path, encoding="utf-8", errors="replace") as handle:
+                text = handle.read()[-4000:]
+        except OSError:
+            return ""
+        return "\n".join(text.strip().splitlines()[-lines:])
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else ("killed" if self.killed else ("alive" if self.alive() else "dead"))
+        return f"<Kernel {self.kernel_name} pid={self.pid} {state}>"
+
+
+def _run_async(coroutine: Any) -> Any:
+    """Run a coroutine to completion from synchronous code, in this thread or (when a loop
+    already runs here, as on a notebook's main thread) in a helper thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = asyncio.run(coroutine)
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    helper = threading.Thread(target=run, name="deepagent-kernel-start", daemon=True)
+    helper.start()
+    helper.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
+_zmq_context: zmq.Context | None = None
+
+
+def _context() -> zmq.Context:
+    """One zmq context for every kernel client (a context per client would be a thread each)."""
+    global _zmq_context
+    if _zmq_context is None:
+        _zmq_context = zmq.Context()
+    return _zmq_context
+
+
+def start_kernel(kernel_name: str | None = None, cwd: str | None = None,
+                 timeout: float = STARTUP_TIMEOUT) -> Kernel:
+    """A started, connected, prepared kernel (what the pool hands out)."""
+    return Kernel(kernel_name).start(cwd=cwd, timeout=timeout)
+
+
+def _source() -> str:
+    global _SOURCE
+    if _SOURCE is None:
+        with open(kernel_side.__file__, encoding="utf-8") as handle:
+            _SOURCE = handle.read()
+    return _SOURCE
+
+
+_SOURCE: str | None = None

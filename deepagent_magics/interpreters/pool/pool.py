@@ -1,0 +1,254 @@
+"""Kernels for sub-agents, started ahead of need.
+
+A sub-agent's REPL is a kernel of its own (a separate process), used by exactly
+one sub-agent and killed after it. Starting a kernel takes about a second, so a
+`KernelPool` keeps a few started, connected and prepared, and refills in the
+background as they are taken::
+
+    pool = KernelPool(size=2).warm()
+    kernel = pool.take()        # a ready Kernel; cold-started if none is ready
+    ...
+    pool.release(kernel)        # kills it
+    pool.stop()                 # kills every kernel the pool started
+
+`default_pool` is the process-wide pool sub-agents use unless given one.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from . import lifecycle
+from .kernel import HOST_KERNEL, STARTUP_TIMEOUT, Kernel, KernelStartError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SIZE = 2
+
+
+class KernelPool:
+    """Kernels started ahead of need; each is taken by one sub-agent and killed after it.
+
+    Args:
+        size: how many ready kernels to keep (0: start each on demand).
+        kernel_name: an installed kernel spec; default the host's own Python.
+        cwd: the directory kernels start in (the runtime moves each to its workspace).
+    """
+
+    def __init__(self, size: int = DEFAULT_SIZE, kernel_name: str | None = None, cwd: str | None = None,
+                 startup_timeout: float = STARTUP_TIMEOUT):
+        if size < 0:
+            raise ValueError(f"pool size must be >= 0, got {size}")
+        self.size = size
+        self.kernel_name = kernel_name
+        self.cwd = cwd
+        self.startup_timeout = startup_timeout
+        self.closed = False
+        self.last_error: str | None = None
+        self.started = 0  # kernels this pool has started, for stats
+        self._ready: deque[Kernel] = deque()
+        self._in_use: set[Kernel] = set()
+        self._starting: set[Kernel] = set()  # cold starts in take()
+        self._warming: set[Kernel] = set()  # started by the filler
+        self._claims = 0  # takers waiting for a warming kernel
+        self._cond = threading.Condition()
+        self._filler: threading.Thread | None = None
+        lifecycle.register_pool(self)
+
+    # ------------------------------------------------------------ using
+    def warm(self) -> "KernelPool":
+        """Start filling the pool in the background (returns at once)."""
+        with self._cond:
+            if self.closed or self.size == 0:
+                return self
+            if self._filler is None or not self._filler.is_alive():
+                self._filler = threading.Thread(target=self._fill, name="deepagent-kernel-pool", daemon=True)
+                self._filler.start()
+            self._cond.notify_all()
+        return self
+
+    def take(self) -> Kernel:
+        """A ready kernel, or a cold-started one when none is ready; the pool then refills."""
+        with self._cond:
+            if self.closed:
+                raise KernelStartError("the kernel pool is stopped")
+            if not self._ready and len(self._warming) > self._claims:
+                # A kernel the filler is starting will be ready sooner than a cold start here.
+                self._claims += 1
+                try:
+                    while not self._ready and not self.closed and self._warming:
+                        self._cond.wait(0.5)
+                finally:
+                    self._claims -= 1
+            kernel = self._ready.popleft() if self._ready else None
+            if kernel is not None:
+                self._in_use.add(kernel)
+        self.warm()
+        if kernel is not None:
+            if kernel.alive():
+                return kernel
+            self.release(kernel)  # died while waiting: start another
+        kernel = Kernel(self.kernel_name)
+        with self._cond:
+            self._starting.add(kernel)
+        try:
+            kernel.start(self.cwd, self.startup_timeout)
+        finally:
+            with self._cond:
+                self._starting.discard(kernel)
+                if not kernel.closed:
+                    self.started += 1
+                    self._in_use.add(kernel)
+                stopped = self.closed
+        if stopped:
+            kernel.close()
+            raise KernelStartError("the kernel pool is stopped")
+        return kernel
+
+    def release(self, kernel: Kernel) -> None:
+        """Kill a kernel taken from the pool (it is used once)."""
+        kernel.close()
+        with self._cond:
+            self._in_use.discard(kernel)
+
+    def resize(self, size: int) -> None:
+        if size < 0:
+            raise ValueError(f"pool size must be >= 0, got {size}")
+        with self._cond:
+            self.size = size
+            extra = [self._ready.pop() for _ in range(max(0, len(self._ready) - size))]
+            self._cond.notify_all()
+        for kernel in extra:
+            kernel.close()
+        if size:
+            self.warm()
+
+    def wait_ready(self, count: int | None = None, timeout: float = STARTUP_TIMEOUT) -> bool:
+        """Block until ``count`` (default: size) kernels are ready; False on timeout."""
+        count = self.size if count is None else count
+        self.warm()
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while len(self._ready) < count and not self.closed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 0.5))
+        return len(self._ready) >= count
+
+    @property
+    def ready(self) -> int:
+        return len(self._ready)
+
+    def pids(self) -> list[int]:
+        """Process ids of every kernel of this pool still alive (ready, starting or in use)."""
+        with self._cond:
+            kernels = list(self._ready) + list(self._in_use) + list(self._starting) + list(self._warming)
+        return [k.pid for k in kernels if k.pid is not None and k.alive()]
+
+    # ------------------------------------------------------------ stopping
+    def stop(self) -> None:
+        """Kill every kernel of this pool; the pool cannot be used afterwards."""
+        with self._cond:
+            self.closed = True
+            ready, self._ready = list(self._ready), deque()
+            busy = list(self._in_use) + list(self._starting) + list(self._warming)
+            self._cond.notify_all()
+        for kernel in busy:
+            kernel.kill()  # their users close them; the process is gone now
+        for kernel in ready:
+            kernel.close()
+        filler = self._filler
+        if filler is not None and filler is not threading.current_thread():
+            filler.join(timeout=10)
+
+    def close_for_exit(self) -> None:
+        """At process exit: refuse further use and wake waiters (the kernels are killed by lifecycle)."""
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
+
+    def __enter__(self) -> "KernelPool":
+        return self.warm()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def __deepcopy__(self, memo: dict) -> "KernelPool":
+        return self  # a shared resource: copies of an agent share its pool
+
+    def __repr__(self) -> str:
+        state = "stopped" if self.closed else f"{len(self._ready)}/{self.size} ready, {len(self._in_use)} in use"
+        return f"<KernelPool {self.kernel_name or HOST_KERNEL}: {state}>"
+
+    # ------------------------------------------------------------ filling
+    def _fill(self) -> None:
+        failures = 0
+        while True:
+            with self._cond:
+                while not self.closed and len(self._ready) + len(self._warming) >= self.size:
+                    self._cond.wait()
+                if self.closed:
+                    return
+                kernel = Kernel(self.kernel_name)
+                self._warming.add(kernel)
+            try:
+                kernel.start(self.cwd, self.startup_timeout)
+            except Exception as exc:
+                with self._cond:
+                    self._warming.discard(kernel)
+                    self._cond.notify_all()
+                    if self.closed:
+                        return
+                    self.last_error = str(exc)
+                    failures += 1
+                    log.warning("deepagent kernel pool: %s", exc)
+                    self._cond.wait(min(30.0, 2.0 ** failures))  # back off; stop() wakes us
+                continue
+            failures = 0
+            with self._cond:
+                self._warming.discard(kernel)
+                self.started += 1
+                self._cond.notify_all()
+                if not self.closed and len(self._ready) < self.size:
+                    self._ready.append(kernel)
+                    self._cond.notify_all()
+                    kernel = None
+            if kernel is not None:
+                kernel.close()
+
+
+# ---------------------------------------------------------------- the default pool
+_default: KernelPool | None = None
+_default_lock = threading.Lock()
+_UNSET: Any = object()
+
+
+def default_pool(size: int | None = None, kernel_name: str | None = _UNSET) -> KernelPool:
+    """The process-wide pool sub-agents use unless given one; resized or replaced to match the settings."""
+    global _default
+    with _default_lock:
+        pool = _default
+        if pool is not None and not pool.closed and kernel_name is not _UNSET and kernel_name != pool.kernel_name:
+            pool.stop()
+            pool = None
+        if pool is None or pool.closed:
+            pool = _default = KernelPool(
+                DEFAULT_SIZE if size is None else size,
+                kernel_name=None if kernel_name is _UNSET else kernel_name,
+            )
+        elif size is not None and size != pool.size:
+            pool.resize(size)
+        return pool
+
+
+def stop_default_pool() -> None:
+    global _default
+    with _default_lock:
+        pool, _default = _default, None
+    if pool is not None:
+        pool.stop()

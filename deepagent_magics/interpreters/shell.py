@@ -1,0 +1,218 @@
+"""ShellInterpreter: a dspy `CodeInterpreter` whose REPL is a live namespace.
+
+Under the magic the namespace is the kernel's ``user_ns``: the agent's code sees
+the user's variables by name and what it defines stays in the notebook. During a
+run the interpreter binds the tools, ``SUBMIT`` and DSPy's sandbox ``dspy`` shim
+into that namespace; `shutdown` puts every name the user had bound back to the
+object it held before (the agent is told to create new names instead of rebinding
+the user's; a rebinding it made anyway is kept on ``reverted``).
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+import time
+from contextlib import nullcontext
+from typing import Any, Callable
+
+from dspy.primitives.code_interpreter import CodeExecutionError, FinalOutput
+
+from ..core.agent import DEFAULT_TIMEOUT
+from ..core.calling import accept_positional, copy_metadata
+from ..core.run import Run
+from ..core.session import Session
+from .capture import capture_displays, capture_streams
+from .kernel_side import (
+    STEP_PREFIX,
+    Submitted,
+    echo,
+    format_traceback,
+    make_submit,
+    split_trailing_expression,
+)
+from .steps import StepInterpreter
+from .time_limit import ExecutionTimeout, TimeLimit
+
+_MISSING = object()
+_FACADE_TOKEN = "__dspy_host_token"
+
+EXECUTION_INSTRUCTIONS = (
+    "Code runs in the user's live Jupyter kernel. The notebook's variables are in scope by name, and every "
+    "variable you define stays in the notebook after the run: keep large intermediate results in variables "
+    "or workspace files instead of printing them. Never rebind or delete a variable the user already had "
+    "(create a new name such as `sales_clean`); such rebindings are undone when the run ends. A bare "
+    "expression on the last line is echoed, as in a REPL. Tools and SUBMIT are global functions that take "
+    "positional or keyword arguments. Each code block may run for at most {timeout:g} seconds."
+)
+
+
+class ShellInterpreter(StepInterpreter):
+    """Execute agent code in ``namespace`` (a fresh dict when None)."""
+
+    def __init__(
+        self,
+        namespace: dict[str, Any] | None = None,
+        *,
+        tools: dict[str, Callable[..., Any]] | None = None,
+        output_fields: list[dict[str, Any]] | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        run: Run | None = None,
+        wrap_tool: Callable[[str, Callable[..., Any]], Callable[..., Any]] | None = None,
+        shell: Any = None,
+    ):
+        self.namespace = namespace if namespace is not None else {}
+        self.tools: dict[str, Callable[..., Any]] = dict(tools or {})
+        self.output_fields = output_fields
+        self.timeout = timeout
+        self.run = run
+        self.shell = shell
+        self._wrap_tool = wrap_tool or accept_positional
+        self._before: dict[str, Any] | None = None
+        self._injected: dict[str, Any] = {}
+        self._executions = 0
+        self._in_tool = 0
+        self._tool_seconds = 0.0
+        self.reverted: dict[str, Any] = {}
+
+    # ------------------------------------------------------------- lifecycle
+    def start(self) -> None:
+        if self._before is None:
+            self._before = dict(self.namespace)  # references only: no copies of the data
+
+    def shutdown(self) -> None:
+        """Unbind what the run injected and restore every name the user had bound."""
+        if self._before is None:
+            return
+        before, self._before = self._before, None
+        namespace = self.namespace
+        for name, original in before.items():
+            current = namespace.get(name, _MISSING)
+            if current is original:
+                continue
+            if name not in self._injected and name != "__builtins__" and current is not _MISSING:
+                self.reverted[name] = current
+            namespace[name] = original
+        for name, value in self._injected.items():
+            if name not in before and namespace.get(name, _MISSING) is value:
+                del namespace[name]
+        shim = self._injected.get("_dspy")
+        if shim is not None and "dspy" not in before and namespace.get("dspy") is shim:
+            del namespace["dspy"]
+        self._injected = {}
+        if self.run is not None and self.reverted:
+            self.run.reverted.update(self.reverted)
+
+    # ------------------------------------------------------------- execution
+    def _execute(self, code: str, variables: dict[str, Any] | None) -> Any:
+        self.start()
+        self._bind_tools()
+        is_facade = bool(variables) and _FACADE_TOKEN in variables
+        self._executions += 0 if is_facade else 1
+        self._bind_variables(variables or {})
+        # DSPy's facade set-up binds `dspy`, `__doc__` and its `_dspy*` helpers: all of it is ours to undo.
+        values_before = dict(self.namespace) if is_facade else None
+
+        filename = "<deepagent setup>" if is_facade else f"{STEP_PREFIX} {self._executions}>"
+        tree = ast.parse(code, filename=filename, mode="exec")
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        body, tail = split_trailing_expression(tree)
+
+        try:
+            with capture_streams() as stream, capture_displays(self.shell, stream), self._time_limit():
+                try:
+                    if body.body:
+                        exec(compile(body, filename, "exec"), self.namespace)
+                    value = eval(compile(tail, filename, "eval"), self.namespace) if tail is not None else None
+                except Submitted as submitted:
+                    return FinalOutput(submitted.output)
+        except ExecutionTimeout:
+            raise CodeExecutionError(
+                f"TimeoutError: this code ran longer than {self.timeout:g} s and was stopped. Variables it "
+                "assigned before that are kept. Work in smaller pieces, or avoid unbounded loops."
+            ) from None
+        except (KeyboardInterrupt, SystemExit, GeneratorExit):
+            raise
+        except BaseException as exc:  # the agent's own error, reported to the LM
+            raise CodeExecutionError(format_traceback(exc)) from None
+        finally:
+            if values_before is not None:
+                for name, value in self.namespace.items():
+                    if values_before.get(name, _MISSING) is not value:
+                        self._injected[name] = value
+
+        parts = [stream.getvalue()]
+        if value is not None:
+            parts.append(echo(value))
+        output = "\n".join(part.rstrip("\n") for part in parts if part)
+        return output or None
+
+    # ------------------------------------------------------------- binding
+    def _bind_tools(self) -> None:
+        for name, tool in self.tools.items():
+            if name not in self._injected or getattr(self._injected[name], "_deepagent_tool", None) is not tool:
+                wrapped = self._timed(self._wrap_tool(name, tool))
+                wrapped._deepagent_tool = tool  # type: ignore[attr-defined]
+                self._injected[name] = wrapped
+            self.namespace[name] = self._injected[name]
+        submit = self._injected.get("SUBMIT") or make_submit([f["name"] for f in self.output_fields or []] or ["result"])
+        self._injected["SUBMIT"] = submit
+        self.namespace["SUBMIT"] = submit
+
+    def _bind_variables(self, variables: dict[str, Any]) -> None:
+        before = self._before or {}
+        for name, value in variables.items():
+            if name in before and name not in self._injected:
+                continue  # the user's own variable of that name wins; the prompt still describes the input
+            self.namespace[name] = value
+            self._injected[name] = value
+
+    def _timed(self, tool: Callable[..., Any]) -> Callable[..., Any]:
+        """Time spent inside tools (a sub-agent, an LM call) does not count against the code's time limit."""
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self._in_tool += 1
+            started = time.monotonic()
+            try:
+                return tool(*args, **kwargs)
+            finally:
+                self._tool_seconds += time.monotonic() - started
+                self._in_tool -= 1
+
+        copy_metadata(call, tool)
+        return call
+
+    # ------------------------------------------------------------- time limit
+    def _time_limit(self) -> Any:
+        if not self.timeout:
+            return nullcontext()
+        self._tool_seconds = 0.0
+        return TimeLimit(self.timeout, lambda: self._in_tool, lambda: self._tool_seconds)()
+
+
+class ShellInterpreterFactory:
+    """Makes the `ShellInterpreter` for one run; RLM reads ``execution_instructions`` for the prompt."""
+
+    def __init__(self, namespace: dict[str, Any] | None = None, session: Session | None = None,
+                 timeout: float | None = DEFAULT_TIMEOUT, shell: Any = None):
+        self.namespace = namespace
+        self.session = session
+        self.timeout = timeout
+        self.shell = shell
+        self.execution_instructions = EXECUTION_INSTRUCTIONS.format(timeout=timeout or float("inf"))
+
+    @classmethod
+    def for_agent(cls, agent: Any, session: Session | None = None, namespace: dict[str, Any] | None = None,
+                  shell: Any = None) -> "ShellInterpreterFactory":
+        """The root agent's interpreter (registered with `core.extensions`)."""
+        return cls(namespace, session, agent.timeout, shell)
+
+    def __call__(self) -> ShellInterpreter:
+        session = self.session
+        return ShellInterpreter(
+            self.namespace,
+            timeout=self.timeout,
+            run=session.run if session else None,
+            wrap_tool=session.wrap_tool if session else None,
+            shell=self.shell,
+        )

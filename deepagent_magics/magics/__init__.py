@@ -1,0 +1,37 @@
+"""The IPython layer: thin magics over the core, registered by ``%load_ext deepagent_magics``.
+
+- `run`: ``%%deepagent`` and ``%deepagent_config`` (`DeepAgentMagics`, whose traitlets are the defaults)
+- `inspect`: ``%deepagent_runs``, ``%deepagent_trace``, ``%deepagent_export``
+- `prompts`: ``%deepagent_prompt``; `tuning`: ``%deepagent_eval``, ``%deepagent_optimize``
+- `arguments`: interpolation and the checks that make a bad flag one line
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .arguments import AgentFailed, interpolate
+from .inspect import InspectMagics
+from .prompts import PromptMagics
+from .run import DeepAgentMagics
+from .tuning import TuningMagics
+
+MAGICS = (DeepAgentMagics, InspectMagics, PromptMagics, TuningMagics)
+
+
+def register(ipython: Any) -> None:
+    """Register every magic; `DeepAgentMagics` also joins the configurables, for ``%config``."""
+    for cls in MAGICS:
+        magics = cls(ipython)
+        ipython.register_magics(magics)
+        if cls is DeepAgentMagics and magics not in ipython.configurables:
+            ipython.configurables.append(magics)
+
+
+def unregister(ipython: Any) -> None:
+    for magics in [m for m in ipython.configurables if isinstance(m, DeepAgentMagics)]:
+        ipython.configurables.remove(magics)
+
+
+__all__ = ["AgentFailed", "interpolate", "InspectMagics", "PromptMagics", "DeepAgentMagics", "TuningMagics",
+           "MAGICS", "register", "unregister"]

@@ -1,0 +1,155 @@
+"""Looking back at runs: ``%deepagent_runs``, ``%deepagent_trace`` and ``%deepagent_export``.
+
+All three read the run records (records/) in the configured workspace and in
+the workspaces of this session's runs, so they work for runs of earlier
+sessions and for runs that were interrupted or crashed.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from ..display import show_record
+from ..records.export import write_notebook
+from ..records.store import find_record, list_records, runs_dir
+
+
+def _head(text: Any, limit: int) -> str:
+    line = next((line.strip() for line in str(text or "").splitlines() if line.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def runs_table(records: list[dict[str, Any]]) -> str:
+    """A fixed-width table: id, time, status, steps, tokens, cost, task head."""
+    rows = [("id", "time", "status", "steps", "tokens", "cost", "task")]
+    for record in records:
+        usage = record.get("usage_total") or record.get("usage") or {}
+        started = record.get("started_at")
+        subs = sum(len(step.get("children") or []) for step in record.get("steps") or [])
+        rows.append((
+            str(record.get("id")),
+            time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if started else "-",
+            str(record.get("status")),
+            f"{len(record.get('steps') or [])}" + (f" (+{subs} sub)" if subs else ""),
+            f"{usage.get('input_tokens', 0) + usage.get('output_tokens', 0):,}",
+            f"${usage.get('cost', 0):.4f}",
+            _head(record.get("task"), 50),
+        ))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1]
+                     for row in rows)
+
+
+def format_step(record: dict[str, Any], number: int) -> str:
+    """One step of a record as text: reasoning, code, output, and the sub-agents it spawned."""
+    steps = record.get("steps") or []
+    if not 1 <= number <= len(steps):
+        raise UsageError(f"run {record.get('id')} has steps 1 to {len(steps)}, not {number}")
+    step = steps[number - 1]
+    lines = [f"Step {number}/{len(steps)} of run {record.get('id')}", "", "Reasoning:", step.get("reasoning", ""),
+             "", "Code:", step.get("code", ""), "", "Output:", step.get("output") or "(none)"]
+    for child in step.get("children") or []:
+        lines.append(f"\nSub-agent {child.get('id')} ({child.get('status')}, {len(child.get('steps') or [])} steps): "
+                     f"{_head(child.get('task'), 70)}\n  result: {_head(child.get('result'), 120)}")
+    return "\n".join(lines)
+
+
+@magics_class
+class InspectMagics(Magics):
+    """List past runs, show one again, export one as a notebook."""
+
+    @property
+    def _agent_magics(self) -> Any:
+        return self.shell.magics_manager.registry.get("DeepAgentMagics")
+
+    def directories(self, workspace: str | None = None) -> list[str]:
+        """The workspaces whose records to read: the given one, else the configured one and this session's."""
+        if workspace:
+            return [workspace]
+        found: dict[Path, str] = {}
+        magics = self._agent_magics
+        candidates = [magics.workspace if magics else "."]
+        candidates += [run.config.get("workspace") for run in (magics.runs if magics else [])]
+        for candidate in candidates:
+            if candidate:
+                found.setdefault(Path(candidate).expanduser().resolve(), candidate)
+        return list(found.values())
+
+    def record(self, run_id: str | None, workspace: str | None = None) -> dict[str, Any]:
+        directories = self.directories(workspace)
+        if run_id is None:
+            last = self._agent_magics.last_run if self._agent_magics else None
+            if last is not None:
+                try:
+                    return find_record(last.id, directories)
+                except KeyError:
+                    pass
+            newest = list_records(directories, limit=1)
+            if not newest:
+                where = ", ".join(str(runs_dir(d)) for d in directories)
+                raise UsageError(f"no recorded runs in {where}; run a %%deepagent cell first")
+            return newest[0]
+        try:
+            return find_record(run_id, directories)
+        except KeyError as exc:
+            raise UsageError(exc.args[0]) from None
+        except ValueError as exc:
+            raise UsageError(f"cannot read run {run_id!r}: {exc}") from None
+
+    @magic_arguments()
+    @argument("--limit", type=int, default=20, help="how many runs to list (newest first)")
+    @argument("--workspace", help="read the records of this workspace")
+    @line_magic
+    def deepagent_runs(self, line: str) -> None:
+        """A table of recent runs read from their records."""
+        args = parse_argstring(self.deepagent_runs, line)
+        if args.limit <= 0:
+            raise UsageError(f"--limit must be positive, got {args.limit}")
+        directories = self.directories(args.workspace)
+        records = list_records(directories, limit=args.limit)
+        if not records:
+            print(f"no recorded runs in {', '.join(str(runs_dir(d)) for d in directories)}")
+            return
+        print(runs_table(records))
+
+    @magic_arguments()
+    @argument("run", nargs="?", help="run id (or a unique start or end of one); default: the last run")
+    @argument("--step", type=int, help="print this step only")
+    @argument("--workspace", help="read the records of this workspace")
+    @argument("--display", choices=["auto", "widgets", "text"], help="dashboard or text")
+    @line_magic
+    def deepagent_trace(self, line: str) -> Any:
+        """Show a past run again (the dashboard, or text without widgets), or print one of its steps."""
+        args = parse_argstring(self.deepagent_trace, line)
+        record = self.record(args.run, args.workspace)
+        if args.step is not None:
+            print(format_step(record, args.step))
+            return None
+        mode = args.display or (self._agent_magics.display_mode if self._agent_magics else "auto")
+        show_record(record, shell=self.shell, mode=mode)
+        return None
+
+    @magic_arguments()
+    @argument("args", nargs="*", help="[RUN] PATH.ipynb")
+    @argument("--workspace", help="read the records of this workspace")
+    @line_magic
+    def deepagent_export(self, line: str) -> None:
+        """Write a run (the last one by default) as a notebook: %deepagent_export [RUN] PATH.ipynb"""
+        args = parse_argstring(self.deepagent_export, line)
+        if len(args.args) not in (1, 2):
+            raise UsageError("usage: %deepagent_export [RUN] PATH.ipynb")
+        run_id, path = (None, args.args[0]) if len(args.args) == 1 else args.args
+        if not path.endswith(".ipynb"):
+            raise UsageError(f"the notebook path must end with .ipynb, got {path!r} (usage: %deepagent_export [RUN] PATH.ipynb)")
+        record = self.record(run_id, args.workspace)
+        try:
+            target = write_notebook(record, path)
+        except OSError as exc:
+            raise UsageError(f"cannot write {path}: {exc}") from None
+        print(f"wrote {target}: run {record.get('id')}, {len(record.get('steps') or [])} steps")

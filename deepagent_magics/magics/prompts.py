@@ -1,0 +1,137 @@
+"""Prompts in place: read and hand-tune the agent's instructions from the notebook.
+
+    %deepagent_prompt                      # the instructions and tools as the LM sees them
+    %%deepagent_prompt                     # the cell body becomes the profile's instructions
+    %deepagent_prompt --diff | --reset | --save tuned.json | --load tuned.json
+
+The agents are built by ``%%deepagent``'s own `build_agent` (same settings, same
+tools); `tuning.programs` holds what hand-tuning and optimisation changed.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from IPython.core.error import UsageError
+from IPython.core.magic import line_cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from ..core.profiles import load_profile, packaged_text
+from ..tuning import programs
+from .base import AgentMagicsBase
+
+RLM_TEMPLATE_START = "You are tasked with producing the following outputs"
+RLM_TOOLS = ("llm_query", "llm_query_batched", "SUBMIT")
+
+
+@magics_class
+class PromptMagics(AgentMagicsBase):
+    """``%deepagent_prompt``: show, edit, diff, reset, save and load the agent's program."""
+
+    @magic_arguments()
+    @argument("--profile", help="the profile to show or tune (default: the configured one)")
+    @argument("--reset", action="store_true", help="restore the packaged instructions (undoes edits and optimisation)")
+    @argument("--diff", action="store_true", help="show the change against the packaged instructions")
+    @argument("--save", metavar="PATH", help="store the active program (instructions and demos) as DSPy JSON")
+    @argument("--load", metavar="PATH", help="make a program saved with --save the active one")
+    @argument("--edit", action="store_true", help="put the profile's text in a new %%%%deepagent_prompt cell")
+    @line_cell_magic
+    def deepagent_prompt(self, line: str, cell: str | None = None) -> None:
+        """Show the agent's prompt; as a cell magic, replace its instructions with the cell body."""
+        args = parse_argstring(self.deepagent_prompt, line)
+        profile = self._profile(args.profile)
+        if cell is not None:
+            if not cell.strip():
+                raise UsageError("the cell is empty: write the new instructions in the cell body (or use --reset)")
+            programs.set_instructions(profile, cell.strip() + "\n")
+            agent = self._agent(profile, need_lm=False)
+            print(f"deepagent_prompt: profile {profile!r} now uses this cell's instructions "
+                  f"(prompt hash {agent.prompt_hash}); --diff shows the change, --reset undoes it.")
+            return
+        if args.reset:
+            programs.reset(profile)
+            print(f"deepagent_prompt: profile {profile!r} is back to prompts/{profile}.md")
+        elif args.diff:
+            print(self.diff(profile))
+        elif args.save:
+            self.save(profile, args.save)
+        elif args.load:
+            self.load(profile, args.load)
+        elif args.edit:
+            self.shell.set_next_input(f"%%deepagent_prompt --profile {profile}\n{load_profile(profile).text}",
+                                      replace=False)
+        else:
+            print(self.describe(profile))
+
+    def describe(self, profile: str) -> str:
+        agent = self._agent(profile, need_lm=False)
+        full = agent.prompt_instructions
+        own = agent.instructions
+        if full.startswith(own):
+            parts = [("Instructions (the profile's text; edit with %%deepagent_prompt)", own),
+                     ("Added by dspy.RLM: its REPL template and the tool docs", full[len(own):].strip())]
+        elif RLM_TEMPLATE_START in full:
+            at = full.index(RLM_TEMPLATE_START)
+            parts = [("Instructions (tuned)", full[:at].strip()),
+                     ("dspy.RLM's REPL template and the tool docs (as tuned)", full[at:].strip())]
+        else:
+            parts = [("Instructions (tuned; the whole action prompt)", full)]
+        tools = [tool.__name__ for tool in agent.builtin_tools() + agent.extra_tools] + list(RLM_TOOLS)
+        lines = [f"Profile {profile!r}: {programs.describe(profile)}; prompt hash {agent.prompt_hash}",
+                 "Tools: " + ", ".join(tools)]
+        for title, text in parts:
+            lines += ["", f"=== {title} ===", text]
+        demos = agent.rlm.generate_action.demos
+        if demos:
+            lines += ["", f"=== Demos: {len(demos)} example steps shown before each request ==="]
+            for demo in demos:
+                lines.append(f"- {' '.join(str(demo.get('reasoning', '')).split())[:100]}  |  "
+                             f"{' '.join(str(demo.get('code', '')).split())[:100]}")
+        return "\n".join(lines)
+
+    def diff(self, profile: str) -> str:
+        """Unified diffs: the profile's text against its file, and a tuned action prompt against the text's."""
+        out = []
+        current = load_profile(profile).text
+        if current != packaged_text(profile):
+            out += difflib.unified_diff(packaged_text(profile).splitlines(), current.splitlines(),
+                                        f"prompts/{profile}.md (packaged)", f"{profile} (edited in this kernel)",
+                                        lineterm="")
+        program = programs.tuned(profile)
+        if program is not None:
+            agent = self._agent(profile, need_lm=False)
+            with programs.untuned():
+                base = self._agent(profile, need_lm=False)
+            if agent.prompt_instructions != base.prompt_instructions:
+                out += difflib.unified_diff(base.prompt_instructions.splitlines(),
+                                            agent.prompt_instructions.splitlines(),
+                                            f"{profile} action prompt (from the profile text)",
+                                            f"{profile} action prompt ({program.source})", lineterm="")
+            demos = len(agent.rlm.generate_action.demos)
+            if demos:
+                out.append(f"+ {demos} demos ({program.source})")
+        return "\n".join(out) if out else f"(no changes: profile {profile!r} is prompts/{profile}.md)"
+
+    def save(self, profile: str, path: str) -> None:
+        if not path.endswith(".json"):
+            raise UsageError(f"--save {path}: give a .json path (the program is saved as DSPy's JSON)")
+        agent = self._agent(profile, need_lm=False)
+        try:
+            agent.save(path)
+        except OSError as exc:
+            raise UsageError(f"--save {path}: {exc.strerror or exc}") from None
+        print(f"deepagent_prompt: saved profile {profile!r} ({programs.describe(profile)}) to {path}")
+
+    def load(self, profile: str, path: str) -> None:
+        if not Path(path).is_file():
+            raise UsageError(f"--load {path}: no such file")
+        with programs.untuned():
+            agent = self._agent(profile, need_lm=False)
+        try:
+            agent.load(path)
+        except Exception as exc:
+            reason = " ".join(str(exc).split())[:200]
+            raise UsageError(f"--load {path}: not a saved deep agent program ({type(exc).__name__}: {reason})") from None
+        programs.install(profile, agent, f"loaded from {path}")
+        print(f"deepagent_prompt: profile {profile!r} now runs the program in {path} (prompt hash {agent.prompt_hash})")

@@ -1,0 +1,15 @@
+"""Run records: what a run did, on disk, scrubbed of secrets, readable after the kernel is gone.
+
+- `recorder`: a `RunRecorder` keeps ``<workspace>/.deepagent/runs/<id>.json`` up to date while a run works
+- `redaction`: secrets out of everything written
+- `store`: finding and reading records; `replay`: a record back as a `Run`
+- `export`: a record as a re-runnable notebook
+"""
+
+from .recorder import RunRecorder, record_of, record_root_run, write_json_atomic
+from .redaction import REDACTED, Redactor, secret_values
+from .replay import replay
+from .store import FORMAT, RUNS_DIR, find_record, list_records, load_record, runs_dir
+
+__all__ = ["RunRecorder", "record_of", "record_root_run", "write_json_atomic", "REDACTED", "Redactor",
+           "secret_values", "replay", "FORMAT", "RUNS_DIR", "find_record", "list_records", "load_record", "runs_dir"]

@@ -1,0 +1,73 @@
+"""What every agent in one delegation tree shares: its root run, its sub-agent budget, its kernel pool.
+
+Limits hold for the whole tree: ``max_subagents`` is one counter shared by every
+agent in it, exact under concurrency.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from ...core.run import Run
+from ...core.session import Session
+from ...interpreters.pool import KernelPool, default_pool
+
+
+class Budget:
+    """How many sub-agents a whole tree may start: one counter, exact under concurrency."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.used = 0
+        self._lock = threading.Lock()
+
+    def acquire(self) -> bool:
+        with self._lock:
+            if self.used >= self.limit:
+                return False
+            self.used += 1
+            return True
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.limit - self.used)
+
+
+@dataclass
+class Tree:
+    """What every agent in one delegation tree shares."""
+
+    root_run: Run
+    budget: Budget
+    pool: KernelPool
+
+
+@dataclass
+class Spec:
+    task: str
+    context: str = ""
+    profile: str | None = None
+
+
+@dataclass
+class Outcome:
+    ok: bool
+    text: str
+
+
+_tree_lock = threading.Lock()
+
+
+def tree_of(session: Session) -> Tree:
+    """The tree the session's agent belongs to (created for a root agent on its first delegation)."""
+    tree = getattr(session.agent, "tree", None)
+    if tree is not None:
+        return tree
+    with _tree_lock:
+        tree = session.extras.get("delegation")
+        if tree is None:
+            agent = session.agent
+            pool = getattr(agent, "pool", None) or default_pool()
+            tree = session.extras["delegation"] = Tree(session.run, Budget(agent.max_subagents), pool)
+        return tree

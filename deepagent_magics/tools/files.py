@@ -1,0 +1,50 @@
+"""The file tools: the agent's view of its workspace (`core.workspace.Workspace`).
+
+Paths are relative to the workspace and never leave it; see the Workspace for how.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..core import session as _session
+from .tool_call import tool
+
+
+@tool
+def ls(path: str = ".") -> str:
+    """List a workspace directory: one entry per line, directories end with '/', files show their size."""
+    return _session.current().workspace.ls(path)
+
+
+@tool
+def read_file(path: str, offset: int = 0, limit: int = 2000) -> str:
+    """Read a workspace text file as numbered lines, starting after line `offset`, at most `limit` lines."""
+    return _session.current().workspace.read_file(path, offset, limit)
+
+
+@tool
+def write_file(path: str, content: str) -> str:
+    """Create or overwrite a workspace file with `content` (atomically; parent folders are created)."""
+    return _session.current().workspace.write_file(path, content)
+
+
+@tool
+def edit_file(path: str, old: str, new: str, replace_all: bool = False) -> str:
+    """Replace the exact text `old` with `new` in a workspace file. `old` must occur exactly once unless replace_all=True."""
+    return _session.current().workspace.edit_file(path, old, new, replace_all)
+
+
+@tool
+def glob(pattern: str) -> list[str]:
+    """Workspace paths matching a glob pattern such as '**/*.md' (sorted, relative to the workspace)."""
+    return _session.current().workspace.glob(pattern)
+
+
+@tool
+def grep(pattern: str, path: str = ".", glob: str | None = None) -> str:
+    """Search workspace files for a regular expression; one 'file:line: text' per match (capped). `glob` filters file names, e.g. '*.py'."""
+    return _session.current().workspace.grep(pattern, path, glob)
+
+
+WORKSPACE_TOOLS: list[Callable[..., Any]] = [ls, read_file, write_file, edit_file, glob, grep]

@@ -1,0 +1,123 @@
+"""The systems an evaluation compares: the deep agent (each example in a fresh namespace and its own
+temporary workspace), the optimised one, and DSPy baselines on the same LM."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+import dspy
+from dspy.utils.usage_tracker import track_usage
+
+from ..core.lm import resolve_lm
+from ..core.run import Run
+from ..core.session import Session, activate, deactivate
+from ..core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from ..core.agent import DeepAgent
+
+BASELINES = ("cot", "react")
+DEEP_AGENT = "deep agent"
+OPTIMIZED = "deep agent (optimized)"
+
+
+@dataclass
+class Outcome:
+    pred: dspy.Prediction | None
+    steps: int
+    tokens: int
+    error: str | None = None
+
+
+def _task_text(example: dspy.Example) -> str:
+    context = example.get("context")
+    return f"{example.task}\n\nContext:\n{context}" if context else example.task
+
+
+def _tokens(pred: Any) -> int:
+    usage = pred.get_lm_usage() if isinstance(pred, dspy.Prediction) else None
+    return sum(int(entry.get("total_tokens") or 0) for entry in (usage or {}).values())
+
+
+class IsolatedAgent(dspy.Module):
+    """The deep agent as evaluation and optimisers call it: each call in a fresh namespace and its own
+    temporary workspace, so examples running at once cannot see each other's variables or files."""
+
+    def __init__(self, agent: "DeepAgent"):
+        super().__init__()
+        self.agent = agent
+
+    def run(self, task: str, context: str = "") -> Run:
+        with tempfile.TemporaryDirectory(prefix="deepagent-eval-") as workspace:
+            return self.agent.run(task, namespace={}, context=context or "", workspace=workspace)
+
+    def forward(self, task: str, context: str = "") -> dspy.Prediction:
+        run = self.run(task, context)
+        if run.status == "failed":
+            raise run.exception  # type: ignore[misc]
+        return dspy.Prediction(result=run.result, run=run)
+
+
+class DeepAgentSystem:
+    def __init__(self, agent: "DeepAgent"):
+        self.program = IsolatedAgent(agent)
+
+    def __call__(self, example: dspy.Example) -> Outcome:
+        # Tokens from DSPy's usage tracker, which is per thread: runs going on at once share the LM.
+        with track_usage() as usage:
+            run = self.program.run(example.task, example.get("context") or "")
+        tokens = sum(int(entry.get("total_tokens") or 0) for entry in usage.get_total_tokens().values())
+        pred = dspy.Prediction(result=run.result, run=run)
+        return Outcome(pred, len(run.steps), tokens or run.usage.tokens, run.error if run.status == "failed" else None)
+
+
+class CoTSystem:
+    """``dspy.ChainOfThought("task -> result")`` on the agent's LM: one call, no tools."""
+
+    def __init__(self, lm: Any):
+        self.lm = lm
+        self.module = dspy.ChainOfThought("task -> result")
+
+    def __call__(self, example: dspy.Example) -> Outcome:
+        with dspy.context(lm=self.lm, track_usage=True):
+            pred = self.module(task=_task_text(example))
+        return Outcome(pred, 1, _tokens(pred))
+
+
+class ReActSystem:
+    """``dspy.ReAct`` with the agent's tools; each call gets a run and a temporary workspace for them."""
+
+    def __init__(self, agent: "DeepAgent", lm: Any):
+        self.lm = lm
+        self.agent = agent
+        self.module = dspy.ReAct("task -> result", tools=agent.builtin_tools() + agent.extra_tools,
+                                 max_iters=agent.max_iters)
+
+    def __call__(self, example: dspy.Example) -> Outcome:
+        run = Run(example.task, profile="react")
+        with tempfile.TemporaryDirectory(prefix="deepagent-react-") as workspace:
+            token = activate(Session(run, Workspace(workspace), agent=self.agent))
+            try:
+                with dspy.context(lm=self.lm, track_usage=True):
+                    pred = self.module(task=_task_text(example))
+            finally:
+                deactivate(token)
+        steps = sum(key.startswith("tool_name_") for key in (pred.get("trajectory") or {}))
+        return Outcome(pred, steps, _tokens(pred))
+
+
+def systems_for(agent: "DeepAgent", baselines: Iterable[str] = (), optimized: "DeepAgent | None" = None,
+                lm: Any = None) -> dict[str, Callable[[dspy.Example], Outcome]]:
+    """The deep agent, the optimised one when given, and the named baselines, all on the same LM."""
+    lm = lm or resolve_lm(agent.lm)
+    systems: dict[str, Callable[[dspy.Example], Outcome]] = {}
+    for name in baselines:
+        if name not in BASELINES:
+            raise ValueError(f"unknown baseline {name!r}; choose from: {', '.join(BASELINES)}")
+        systems[name] = CoTSystem(lm) if name == "cot" else ReActSystem(agent, lm)
+    systems[DEEP_AGENT] = DeepAgentSystem(agent)
+    if optimized is not None:
+        systems[OPTIMIZED] = DeepAgentSystem(optimized)
+    return systems
