@@ -135,9 +135,11 @@ def run(config: Config) -> dict[str, Any]:
         out["targets"].append(target(f"dashboard update at step {marks[-1]}", "≤ 2 ms", f"{last * 1000:.3f} ms", last <= 0.002, last / 0.002))
     out["notes"].append(
         "A step's update is what the display does for the step's three events (LM usage, step started, step "
-        "finished): the dashboard appends one collapsible entry to the current page of 50, patches the step's body "
-        "and title, re-reads the workspace tree (20 files here) and rewrites the status line; each widget change is "
-        "serialised and sent on the kernel's iopub channel (no frontend is attached, so nothing renders)."
+        "finished): the dashboard appends one collapsible entry (two widgets sharing one layout and style) to the "
+        "current page of 50, highlights the step's code once, patches the step's body and title and rewrites the "
+        "status line; the workspace tree (20 files here) is patched from file events and re-read at most every "
+        "2 s. Each widget change is serialised and sent on the kernel's iopub channel (no frontend is attached, "
+        "so nothing renders)."
     )
     if "profile" in data and widgets:
         last = widgets[marks[-1]]
@@ -145,9 +147,8 @@ def run(config: Config) -> dict[str, Any]:
         out["notes"].append(
             f"At step {marks[-1]} one step's update takes {last * 1000:.1f} ms"
             + (f", {last / 0.002:.1f}× the 2 ms goal" if last > 0.002 else "")
-            + "; spread by the profile's shares, that is about " + ", ".join(parts) + ". The dashboard highlights a "
-            "step's code when the step starts and again when its output arrives, and re-reads the workspace tree "
-            "after every finished step; none of it grows with the run, which is why the cost is flat."
+            + "; spread by the profile's shares, that is about " + ", ".join(parts) + ". None of it grows with the "
+            "run, which is why the cost is flat."
         )
     if "profile" in data:
         out["profile"] = {"what": f"one {PROFILE_STEPS}-step run of the dashboard in the kernel under pyinstrument; self time by component",

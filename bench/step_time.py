@@ -19,7 +19,7 @@ import time
 from typing import Any, Callable
 
 from . import kernels, langchain_peer, peers
-from .common import Config, median, ms, not_available, profile, quiet_gc, ratio, result, table, target
+from .common import Config, median, ms, profile, quiet_gc, ratio, result, table, target
 from .trajectory import actions, dspy_steps
 
 NAME = "step_time"

@@ -51,6 +51,12 @@ def newest_dashboard():
     return boards[-1]
 
 
+def subagent_entries(step_entry: ipywidgets.Accordion) -> list:
+    """The sub-agents nested under a step: the step's [body, sub-agents] once one has started."""
+    content = step_entry.children[0]
+    return list(content.children[1].children) if isinstance(content, ipywidgets.VBox) else []
+
+
 def step_entries(trajectory_box) -> list[ipywidgets.Accordion]:
     run_view = trajectory_box.children[1]  # [title, the root run's view]
     orphans, pages = run_view.children
@@ -122,16 +128,16 @@ def test_sub_agents_nest_under_the_step_that_spawned_them_level_by_level(workspa
 
     steps = step_entries(dashboard.widget.children[2])
     assert len(steps) == 2
-    first_subagents = steps[0].children[0].children[1]  # the step's [body, sub-agents]
-    assert len(first_subagents.children) == 1 and len(steps[1].children[0].children[1].children) == 0
-    child_entry = first_subagents.children[0]
+    first_subagents = subagent_entries(steps[0])
+    assert len(first_subagents) == 1 and subagent_entries(steps[1]) == []
+    child_entry = first_subagents[0]
     assert isinstance(child_entry, ipywidgets.Accordion) and child_entry.selected_index is None  # collapsed
     assert "count the words" in child_entry.titles[0] and "finished" in child_entry.titles[0]
     assert "◐ count" in text_of(child_entry)  # the sub-agent's own todos
     status, todos, orphans, pages = child_entry.children[0].children
     child_steps = [entry for page in pages.children for entry in page.children]
     assert [entry.titles[0] for entry in child_steps] == ["✓ Step 1 · Delegate deeper."]
-    grandchild_entry = child_steps[0].children[0].children[1].children[0]
+    grandchild_entry = subagent_entries(child_steps[0])[0]
     assert "split the text" in grandchild_entry.titles[0]
     assert "parts = text.split()" in text_of(grandchild_entry)
 
@@ -169,6 +175,33 @@ def test_a_late_step_costs_what_an_early_step_does(workspace, monkeypatch):
     early, late = cost[6], cost[4 * PAGE_SIZE + 6]  # both the 6th entry of their page
     assert abs(late - early) < 64, (early, late)
     assert max(cost.values()) < 2 * early + PAGE_SIZE * 64
+
+
+def test_the_tree_is_patched_from_file_events_and_rescanned_for_files_code_wrote_itself(workspace, monkeypatch):
+    """Tool writes show at once without re-reading the workspace; a file the agent's code wrote with
+    open() shows when the tree is next scanned (at most every few seconds, and when the run ends)."""
+    from deepagent_magics.core.workspace import Workspace
+    from deepagent_magics.display import dashboard as dashboard_module
+
+    monkeypatch.setattr(dashboard_module, "TREE_RESCAN_SECONDS", 3600.0)  # no time-based rescan in this test
+    scans = []
+    original = Workspace.tree
+    monkeypatch.setattr(Workspace, "tree", lambda self, **kw: (scans.append(1), original(self, **kw))[1])
+    run = Run("files", config={"workspace": str(workspace), "max_iters": 99})
+    dashboard = display.show_run(run, mode="widgets")
+    run.start()
+    assert len(scans) == 1
+    for index in range(1, 30):
+        run.begin_step("Write.", f"write_file('f{index}.txt', 'x')")
+        (workspace / f"f{index}.txt").write_text("x")
+        run.record_file(f"f{index}.txt", 1)
+        run.end_step("")
+    assert len(scans) == 1, "a step must not re-read the workspace"
+    assert "f29.txt" in dashboard.tree.value and dashboard.tree.value.count("● written") == 29
+    (workspace / "by_open.txt").write_text("made with open()")
+    assert "by_open.txt" not in dashboard.tree.value
+    run.finish("finished", result="ok")
+    assert "by_open.txt" in dashboard.tree.value and len(scans) == 2
 
 
 def test_without_widgets_the_text_rendering_shows_each_step_then_a_summary(ip, workspace, capsys):
@@ -231,8 +264,8 @@ def test_real_sub_agents_in_kernels_nest_under_their_step(workspace):
     assert run.status == "finished", run.error
     assert run.result == "['2', '3']"
     steps = step_entries(dashboard.widget.children[2])
-    nested = steps[0].children[0].children[1].children
-    assert len(nested) == 2 and len(steps[1].children[0].children[1].children) == 0
+    nested = subagent_entries(steps[0])
+    assert len(nested) == 2 and subagent_entries(steps[1]) == []
     assert sorted("a.txt" in entry.titles[0] for entry in nested) == [False, True]
     assert all("finished · 2 steps" in entry.titles[0] for entry in nested)
     assert "Count." in text_of(nested[0]) and "Return." in text_of(nested[1])

@@ -19,7 +19,7 @@ import dspy
 from . import extensions
 from .lm import lm_label, resolve_lm
 from .namespace import summarize_namespace
-from .observer import RunObserver
+from .observer import UsageSink, observe_steps
 from .profiles import instructions_hash, load_profile
 from .run import Listener, Run
 from .session import Session, activate, deactivate
@@ -206,12 +206,12 @@ class DeepAgent(dspy.Module):
         tool_names = {tool.__name__ for tool in self.builtin_tools() + self.extra_tools}
         summary = summarize_namespace(namespace, exclude=tool_names | {"SUBMIT"})
 
-        observer = RunObserver(run, self.rlm.generate_action)
-        inherited = [cb for cb in (dspy.settings.callbacks or []) if not isinstance(cb, RunObserver)]
+        observe_steps(self.rlm)  # each step opens on the run active in the calling thread
         run.start()
         token = activate(session)
         try:
-            with dspy.context(lm=lm, callbacks=inherited + [observer]):
+            # The run's own usage sink replaces any outer run's: a sub-agent's LM calls count once, for it.
+            with dspy.context(lm=lm, caller_modules=[UsageSink(run)], disable_history=False):
                 prediction = self.rlm(
                     task=task,
                     context=context or "",

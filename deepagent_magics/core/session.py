@@ -45,6 +45,11 @@ class Session:
         return call
 
 
+def active() -> Session | None:
+    """The session of the run whose code (or loop) is running in this context, if any."""
+    return _current.get()
+
+
 def current() -> Session:
     session = _current.get()
     if session is None:

@@ -194,8 +194,6 @@ def _atomic_write(target: Path, data: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):

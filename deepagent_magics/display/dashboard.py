@@ -16,9 +16,11 @@ lock, in the context of the cell that started the run.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import ipywidgets as W
+from ipywidgets.widgets.widget_string import HTMLStyle
 
 from ..core.run import (
     FILE_WRITTEN,
@@ -41,6 +43,7 @@ from .markup import (
     file_head,
     head_line,
     status_line,
+    highlight_code,
     step_body,
     step_title,
     todos_html,
@@ -49,6 +52,7 @@ from .markup import (
 
 PAGE_SIZE = 50
 TREE_MAX_FILES = 300
+TREE_RESCAN_SECONDS = 2.0  # files the agent's code wrote with open() show up within this (tools: at once)
 DASHBOARD_CLASS = "deepagent-dashboard"
 
 
@@ -59,21 +63,42 @@ def _box(title: str, *children: W.Widget, flex: str = "1 1 0", style: str = "") 
 
 
 # --------------------------------------------------------------------------- pieces
+class _Shared:
+    """Layouts and styles every step's widgets share: a widget made per step costs one comm, not three."""
+
+    _made: dict[str, W.Widget] = {}
+
+    @classmethod
+    def get(cls, kind: str) -> W.Widget:
+        widget = cls._made.get(kind)
+        if widget is None or widget.comm is None:  # closed with its kernel's widgets
+            widget = cls._made[kind] = {"layout": W.Layout, "html_style": HTMLStyle}[kind]()
+        return widget
+
+
 class StepView:
-    """One step: a collapsible entry with its reasoning, highlighted code and output, then its sub-agents."""
+    """One step: a collapsible entry with its reasoning, highlighted code and output, then its sub-agents.
+
+    Two widgets per step (the entry and its body; the sub-agents' box only when one starts),
+    and the code is highlighted once."""
 
     def __init__(self, index: int, reasoning: str, code: str):
         self.index, self.reasoning, self.code = index, reasoning, code
-        self.body = W.HTML(step_body(reasoning, code, None))
-        self.subagents = W.VBox([], layout=W.Layout(margin="0 0 0 12px"))
-        self.widget = W.Accordion(children=[W.VBox([self.body, self.subagents])],
-                                  titles=(step_title(index, reasoning, None),))
+        self.code_html = highlight_code(code)
+        self.body = W.HTML(step_body(reasoning, code, None, self.code_html), layout=_Shared.get("layout"),
+                           style=_Shared.get("html_style"))
+        self.subagents: W.VBox | None = None
+        self.widget = W.Accordion(children=[self.body], titles=(step_title(index, reasoning, None),),
+                                  layout=_Shared.get("layout"))
 
     def finish(self, output: str) -> None:
-        self.body.value = step_body(self.reasoning, self.code, output)
+        self.body.value = step_body(self.reasoning, self.code, output, self.code_html)
         self.widget.titles = (step_title(self.index, self.reasoning, output),)
 
     def add_subagent(self, widget: W.Widget) -> None:
+        if self.subagents is None:
+            self.subagents = W.VBox([], layout=W.Layout(margin="0 0 0 12px"))
+            self.widget.children = [W.VBox([self.body, self.subagents])]
         self.subagents.children = (*self.subagents.children, widget)
 
 
@@ -137,7 +162,10 @@ class Dashboard:
         self.root = RunView(run, nested=False)
         self.views: dict[str, RunView] = {run.id: self.root}
         self.workspace: Workspace | None = None
-        self.written: dict[str, int] = {}
+        self.written: dict[str, int] = {}  # what this run wrote through its tools
+        self.files: dict[str, int] = {}  # the workspace as last scanned, patched by every file written since
+        self._more_files = False
+        self._scanned_at = float("-inf")
         self._open_step: StepView | None = None
         self._tree_files: list[str] = []
         panels = W.HBox([_box("Todos", self.todos), _box("Workspace", self.tree, self.preview_choice, self.preview)],
@@ -165,19 +193,21 @@ class Dashboard:
             step = view.step(data["index"])
             if step is not None:
                 step.finish(data.get("output") or "")
-            self.refresh_tree()
+            if time.monotonic() - self._scanned_at >= TREE_RESCAN_SECONDS:
+                self.refresh_tree()
         elif kind == TODOS:
             if run is self.run:
                 self.todos.value = todos_html(data["todos"])
             elif view is not None and view.nested:
                 view.todos.value = todos_html(data["todos"])
         elif kind == FILE_WRITTEN:
-            self.written[data["path"]] = data.get("size", 0)
-            self.refresh_tree()
+            self.written[data["path"]] = self.files[data["path"]] = data.get("size", 0)
+            self.refresh_tree(rescan=False)
             self.show_preview(data["path"])
         elif kind == SUBAGENT_STARTED:
             self._view_for(data["child"])
         elif kind == RUN_FINISHED and run is self.run:
+            self.refresh_tree()
             self.show_result()
         if view is not None and view is not self.root and kind in (STEP_STARTED, STEP_FINISHED, LM_USAGE, STATUS,
                                                                    RUN_STARTED, RUN_FINISHED, SUBAGENT_FINISHED):
@@ -207,14 +237,15 @@ class Dashboard:
         for view in self.views.values():
             view.refresh()
 
-    def refresh_tree(self) -> None:
-        if self.workspace is None:
-            files = sorted(self.written.items())
-            more = False
-        else:
-            files = self.workspace.tree(max_entries=TREE_MAX_FILES + 1)
-            more = len(files) > TREE_MAX_FILES
-            files = files[:TREE_MAX_FILES]
+    def refresh_tree(self, rescan: bool = True) -> None:
+        """Show the workspace tree: scanned again (``rescan``), or as patched by the files written since."""
+        if rescan and self.workspace is not None:
+            scanned = self.workspace.tree(max_entries=TREE_MAX_FILES + 1)
+            self.files = dict(scanned[:TREE_MAX_FILES]) | self.written
+            self._more_files = len(scanned) > TREE_MAX_FILES
+            self._scanned_at = time.monotonic()
+        files = sorted(self.files.items())[:TREE_MAX_FILES]
+        more = self._more_files or len(self.files) > TREE_MAX_FILES
         value = tree_html(files, set(self.written), more)
         if value != self.tree.value:
             self.tree.value = value

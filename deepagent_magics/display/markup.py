@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import html
 from pathlib import Path
 from typing import Any
@@ -48,14 +49,22 @@ def human_size(size: int | float) -> str:
     return f"{size} B"
 
 
-def highlight_code(code: str) -> str:
+@functools.lru_cache(maxsize=1)
+def _highlighter() -> Any:
+    """Pygments' lexer and formatter, built once (the formatter builds a stylesheet each time)."""
     try:
         from pygments import highlight
         from pygments.formatters import HtmlFormatter
         from pygments.lexers import PythonLexer
     except ImportError:  # pragma: no cover - pygments comes with IPython
-        return f'<pre class="dag-pre">{esc(code)}</pre>'
-    return highlight(code, PythonLexer(), HtmlFormatter(noclasses=True, nobackground=True))
+        return None
+    lexer, formatter = PythonLexer(), HtmlFormatter(noclasses=True, nobackground=True)
+    return lambda code: highlight(code, lexer, formatter)
+
+
+def highlight_code(code: str) -> str:
+    highlighter = _highlighter()
+    return highlighter(code) if highlighter else f'<pre class="dag-pre">{esc(code)}</pre>'
 
 
 def step_title(index: int, reasoning: str, output: str | None) -> str:
@@ -63,10 +72,11 @@ def step_title(index: int, reasoning: str, output: str | None) -> str:
     return f"{mark} Step {index} · {head_line(reasoning) or '(no reasoning)'}"
 
 
-def step_body(reasoning: str, code: str, output: str | None) -> str:
+def step_body(reasoning: str, code: str, output: str | None, code_html: str | None = None) -> str:
+    """A step's reasoning, code and output (``code_html``: the code already highlighted)."""
     parts = ['<div class="dag-step">',
              f'<div class="dag-label">Reasoning</div><div class="dag-reasoning">{esc(reasoning.strip())}</div>',
-             f'<div class="dag-label">Code</div>{highlight_code(code)}']
+             f'<div class="dag-label">Code</div>{code_html if code_html is not None else highlight_code(code)}']
     if output is None:
         parts.append('<div class="dag-label">Output</div><div><i>running…</i></div>')
     else:
