@@ -105,6 +105,9 @@ def run(config: Config) -> dict[str, Any]:
         ))
 
     deep = per_step["deepagent"]
+    shell = per_step["rlm_shell"]
+    out["targets"].append(target("DeepAgent.run vs bare dspy.RLM on the same ShellInterpreter, per step", "≤ 1.15×",
+                                 _x(deep, shell), deep <= 1.15 * shell, deep / (1.15 * shell)))
     out["targets"].append(target("DeepAgent.run (live namespace) vs LocalInterpreter, per step", "≤ 0.5×",
                                  _x(deep, local), deep <= 0.5 * local, deep / (0.5 * local)))
     if lang:
@@ -174,8 +177,8 @@ def _analysis(profile_data: dict[str, Any], per_step: dict[str, float], interp: 
             notes.append(
                 f"DeepAgent.run costs {ms(deep - bare):.2f} ms a step more than bare dspy.RLM on the same "
                 f"ShellInterpreter: a larger prompt to format (the docs of {tools} tools instead of 1), "
-                "DSPy's callback dispatch to the RunObserver on every module, adapter and LM call, the run's events "
-                f"and its record; the deepagent_magics code itself is {_share(ours, 'deepagent_magics'):.0%} of the profile."
+                "the run's events (a step opened by the action predictor, usage from the caller-module sink; no DSPy "
+                f"callbacks) and its record; the deepagent_magics code itself is {_share(ours, 'deepagent_magics'):.0%} of the profile."
             )
     lang = runs.get(LABELS["deepagents"])
     if lang and "deepagents" in per_step:

@@ -212,7 +212,8 @@ class Dashboard:
         if view is not None and view is not self.root and kind in (STEP_STARTED, STEP_FINISHED, LM_USAGE, STATUS,
                                                                    RUN_STARTED, RUN_FINISHED, SUBAGENT_FINISHED):
             view.refresh()
-        self.status.value = status_line(self.run)
+        if kind != LM_USAGE:  # usage shows with the step the call proposes, an event later
+            self.status.value = status_line(self.run)
 
     def _view_for(self, run: Run) -> RunView | None:
         """The view of ``run``, made (nested under its parent's step) the first time it is seen."""
