@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import os
+
 import dspy
 import pytest
+from hypothesis import settings
 from IPython import get_ipython
 from IPython.testing.globalipapp import start_ipython
+
+settings.register_profile("deepagent", database=None)  # no .hypothesis/ folder in the repository
+settings.load_profile("deepagent")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "true")  # no network: DSPy's bundled model prices
 
 
 @pytest.fixture(scope="session")

@@ -216,6 +216,18 @@ def test_without_widgets_the_text_rendering_shows_each_step_then_a_summary(ip, w
     assert "VBox" not in out
 
 
+def test_the_text_rendering_marks_an_interrupted_step_as_stopped_not_done(workspace, capsys):
+    run = Run("stopped", config={"workspace": str(workspace), "max_iters": 9})
+    display.show_run(run, mode="text")
+    run.start()
+    run.begin_step("Finish this.", "x = 1")
+    run.end_step("")
+    run.begin_step("Long loop.", "while True: pass")
+    run.finish("interrupted", error="KeyboardInterrupt")
+    lines = [line for line in capsys.readouterr().out.splitlines() if " step " in line]
+    assert "✓ Finish this." in lines[0] and "⏹ Long loop." in lines[1]
+
+
 def test_the_text_rendering_indents_sub_agents(workspace, capsys):
     run = Run("parent task", config={"workspace": str(workspace)})
     view = display.show_run(run, mode="text")

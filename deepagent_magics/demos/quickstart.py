@@ -9,8 +9,12 @@ code runs in the notebook's kernel, the files land in the workspace.
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
 from ..testing import ScriptedLM
 
@@ -72,15 +76,22 @@ def quickstart_lm(announce: bool = True) -> ScriptedLM:
     return ScriptedLM(QUICKSTART_STEPS, replies="(scripted demo reply)")
 
 
-def run_notebook(path: str | Path, timeout: int = 300) -> str:
-    """Execute a notebook headless in a real kernel; return the text of its `demo-result` cells."""
+def run_notebook(path: str | Path, timeout: int = 300, keep: bool = False) -> Any:
+    """Execute a notebook headless in a real kernel, in the notebook's folder; return the text of its
+    `demo-result` cells (or, with ``keep``, the executed notebook). The kernel talks over unix
+    sockets (no TCP port, no warning about one)."""
     import nbformat
+    from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
 
     path = Path(path)
     notebook = nbformat.read(path, as_version=4)
-    NotebookClient(notebook, timeout=timeout, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    with tempfile.TemporaryDirectory(prefix="deepagent-demo-") as sockets:
+        manager = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "kernel"))
+        NotebookClient(notebook, timeout=timeout, kernel_name="python3", km=manager,
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
+    if keep:
+        return notebook
     texts = []
     for cell in notebook.cells:
         if "demo-result" not in cell.get("metadata", {}).get("tags", []):
@@ -94,10 +105,15 @@ def run_notebook(path: str | Path, timeout: int = 300) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the quickstart from a temporary copy (the repository stays as it was) and print its result."""
     args = sys.argv[1:] if argv is None else argv
-    path = args[0] if args else "notebooks/01_quickstart.ipynb"
-    print(f"Running {path} in a fresh kernel ...")
-    print(run_notebook(path))
+    source = Path(args[0] if args else "notebooks/01_quickstart.ipynb")
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "true")  # offline: DSPy's bundled model prices
+    print(f"Running {source} in a fresh kernel ...")
+    with tempfile.TemporaryDirectory(prefix="deepagent-demo-") as folder:
+        copy = Path(folder) / source.name
+        shutil.copyfile(source, copy)
+        print(run_notebook(copy))
     return 0
 
 

@@ -67,8 +67,17 @@ def highlight_code(code: str) -> str:
     return highlighter(code) if highlighter else f'<pre class="dag-pre">{esc(code)}</pre>'
 
 
+def step_mark(output: str | None) -> str:
+    """How a step ended, as one glyph: running, stopped before its end, failed, done."""
+    if output is None:
+        return "…"
+    if output in ("(interrupted)", "(not executed)"):
+        return "⏹"
+    return "✗" if output.startswith("[Error]") else "✓"
+
+
 def step_title(index: int, reasoning: str, output: str | None) -> str:
-    mark = "…" if output is None else ("✗" if output.startswith("[Error]") else "✓")
+    mark = step_mark(output)
     return f"{mark} Step {index} · {head_line(reasoning) or '(no reasoning)'}"
 
 

@@ -13,7 +13,7 @@ from typing import Any, Callable
 from ..core.run import Run
 from ..records.replay import replay
 from .routing import Routed
-from .text import TextProgress
+from .text import TextProgress, summary
 
 MODES = ("auto", "widgets", "text")
 
@@ -56,9 +56,28 @@ def show_run(run: Run, shell: Any = None, quiet: bool = False, mode: str = "auto
     dashboard = Dashboard(run)
     dashboard.shows_result = True
     unsubscribe = run.subscribe(Routed(dashboard.on_event))
-    display(dashboard.widget)
-    dashboard.close = _chain(dashboard.close, unsubscribe)  # type: ignore[method-assign]
+    handle = display(WidgetWithSummary(dashboard.widget, run), display_id=True)
+
+    def refresh_fallback() -> None:
+        """A notebook read without widgets (GitHub, nbconvert, a headless run) shows the final summary."""
+        if handle is not None:
+            handle.update(WidgetWithSummary(dashboard.widget, run))
+
+    dashboard.close = _chain(dashboard.close, unsubscribe, refresh_fallback)  # type: ignore[method-assign]
     return dashboard
+
+
+class WidgetWithSummary:
+    """The dashboard's widget view, with the run's one-line summary as its text fallback
+    (a widget's own fallback is the repr of its children, frozen when it was first shown)."""
+
+    def __init__(self, widget: Any, run: Run):
+        self.widget, self.run = widget, run
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle = dict(self.widget._repr_mimebundle_(**kwargs) or {})
+        bundle["text/plain"] = f"deepagent run {self.run.id}: {summary(self.run)}"
+        return bundle
 
 
 def show_record(record: dict[str, Any], shell: Any = None, mode: str = "auto") -> Any:

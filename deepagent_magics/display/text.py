@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from ..core.run import RUN_FINISHED, STEP_FINISHED, SUBAGENT_STARTED, Event, Run
+from .markup import step_mark
 from .routing import Routed
 
 
@@ -33,7 +34,7 @@ class TextProgress:
         if event.kind == STEP_FINISHED:
             step = run.steps[event.data["index"] - 1]
             output = event.data.get("output") or ""
-            mark = "✗" if output.startswith("[Error]") else "✓"
+            mark = step_mark(output)
             head = (step.reasoning.strip().splitlines() or [""])[0][:80]
             self._write(f"{indent}[{run.id[-6:]}] step {step.index}/{run.max_iters or '?'} {mark} {head}")
         elif event.kind == SUBAGENT_STARTED:

@@ -1,0 +1,68 @@
+"""The notebooks in notebooks/ run top to bottom in a real kernel, as CI executes them.
+
+Each runs from a temporary copy (its working directory is a temporary folder), so what
+it writes (workspaces, exported notebooks, saved programs) never lands in the repository,
+and `make test` twice in a row sees the same notebooks.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from deepagent_magics.demos.quickstart import run_notebook
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+pytestmark = pytest.mark.kernel
+
+
+def test_there_are_notebooks():
+    assert len(NOTEBOOKS) >= 4
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda path: path.stem)
+def test_the_notebook_runs_from_a_temporary_copy_without_errors(notebook, tmp_path, monkeypatch):
+    monkeypatch.delenv("DEEPAGENT_LM", raising=False)  # the notebooks play their scripted models
+    copy = tmp_path / notebook.name
+    shutil.copyfile(notebook, copy)
+    original = notebook.read_bytes()
+    executed = run_notebook(copy, keep=True)
+    errors = [output for cell in executed.cells for output in cell.get("outputs", [])
+              if output.get("output_type") == "error"]
+    assert not errors, "\n".join(f"{e['ename']}: {e['evalue']}" for e in errors)
+    assert all(cell.get("execution_count") for cell in executed.cells if cell.cell_type == "code")
+    assert notebook.read_bytes() == original
+    assert not (notebook.parent / "workspace").exists(), "the notebook wrote into the repository"
+
+
+def test_the_quickstart_says_what_the_agent_found(tmp_path, monkeypatch):
+    monkeypatch.delenv("DEEPAGENT_LM", raising=False)
+    copy = tmp_path / "01_quickstart.ipynb"
+    shutil.copyfile(NOTEBOOKS[0], copy)
+    text = run_notebook(copy)
+    assert "3 of 5 regions fell in Q3" in text and "report.md" in text
+    assert (tmp_path / "workspace" / "report.md").is_file()
+
+
+def test_a_headless_notebook_keeps_the_runs_final_summary_as_the_dashboards_text(tmp_path):
+    """Read without widgets (GitHub, nbconvert, CI logs), the dashboard's output says how the run ended."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [
+        nbformat.v4.new_code_cell("%load_ext deepagent_magics\nfrom deepagent_magics.testing import ScriptedLM\n"
+                                  "lm = ScriptedLM([('Count.', 'n = 3\\nprint(n)'), ('Done.', 'SUBMIT(result=str(n))')])\n"
+                                  "%deepagent_config --workspace ws --display widgets"),
+        nbformat.v4.new_code_cell("%%deepagent --lm lm\nCount to three."),
+    ]
+    path = tmp_path / "headless.ipynb"
+    nbformat.write(nb, str(path))
+    executed = run_notebook(path, keep=True)
+    views = [output for output in executed.cells[1].outputs
+             if "application/vnd.jupyter.widget-view+json" in output.get("data", {})]
+    assert len(views) == 1
+    text = views[0]["data"]["text/plain"]
+    assert "finished" in text and "2 steps" in text and "pending" not in text
