@@ -23,6 +23,7 @@ ALLOWED = {
     "display": {"core", "records"},
     "tuning": {"core"},
     "magics": {"core", "interpreters", "tools", "display", "records", "tuning"},
+    "cli": {"core", "interpreters", "tools", "display", "records", "tuning", "testing"},
     "demos": {"testing"},
     "testing": set(),
 }

@@ -7,7 +7,6 @@ sessions and for runs that were interrupted or crashed.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,47 +16,17 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from ..display import show_record
 from ..records.export import write_notebook
+from ..records.listing import NoSuchStep, runs_table
+from ..records.listing import format_step as _format_step
 from ..records.store import find_record, list_records, runs_dir
 
 
-def _head(text: Any, limit: int) -> str:
-    line = next((line.strip() for line in str(text or "").splitlines() if line.strip()), "")
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def runs_table(records: list[dict[str, Any]]) -> str:
-    """A fixed-width table: id, time, status, steps, tokens, cost, task head."""
-    rows = [("id", "time", "status", "steps", "tokens", "cost", "task")]
-    for record in records:
-        usage = record.get("usage_total") or record.get("usage") or {}
-        started = record.get("started_at")
-        subs = sum(len(step.get("children") or []) for step in record.get("steps") or [])
-        rows.append((
-            str(record.get("id")),
-            time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if started else "-",
-            str(record.get("status")),
-            f"{len(record.get('steps') or [])}" + (f" (+{subs} sub)" if subs else ""),
-            f"{usage.get('input_tokens', 0) + usage.get('output_tokens', 0):,}",
-            f"${usage.get('cost', 0):.4f}",
-            _head(record.get("task"), 50),
-        ))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1]
-                     for row in rows)
-
-
 def format_step(record: dict[str, Any], number: int) -> str:
-    """One step of a record as text: reasoning, code, output, and the sub-agents it spawned."""
-    steps = record.get("steps") or []
-    if not 1 <= number <= len(steps):
-        raise UsageError(f"run {record.get('id')} has steps 1 to {len(steps)}, not {number}")
-    step = steps[number - 1]
-    lines = [f"Step {number}/{len(steps)} of run {record.get('id')}", "", "Reasoning:", step.get("reasoning", ""),
-             "", "Code:", step.get("code", ""), "", "Output:", step.get("output") or "(none)"]
-    for child in step.get("children") or []:
-        lines.append(f"\nSub-agent {child.get('id')} ({child.get('status')}, {len(child.get('steps') or [])} steps): "
-                     f"{_head(child.get('task'), 70)}\n  result: {_head(child.get('result'), 120)}")
-    return "\n".join(lines)
+    """One step of a record as text (records.listing); a step out of range is a UsageError."""
+    try:
+        return _format_step(record, number)
+    except NoSuchStep as exc:
+        raise UsageError(str(exc)) from None
 
 
 @magics_class

@@ -1,0 +1,34 @@
+"""The ``deepagent`` command line (and ``python -m deepagent_magics``): a front door beside the magics.
+
+``deepagent run "TASK"`` runs a root agent in a fresh namespace, with text progress on
+stderr and the result on stdout; ``deepagent runs``, ``trace`` and ``export`` read the
+same run records as ``%deepagent_runs``, ``%deepagent_trace`` and ``%deepagent_export``.
+See docs/cli.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Sequence
+
+from .parser import UsageProblem, build_parser
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the exit status (0: done; 1: the run did not finish; 2: bad input)."""
+    from . import commands
+
+    try:
+        args = build_parser().parse_args(argv)
+        return commands.COMMANDS[args.command](args)
+    except UsageProblem as exc:
+        print(f"deepagent: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("deepagent: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `deepagent runs | head`: the reader left; not an error of ours
+        sys.stdout = None  # type: ignore[assignment]  # no flush at exit into the closed pipe
+        return 141

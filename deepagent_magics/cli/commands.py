@@ -1,0 +1,155 @@
+"""What each ``deepagent`` command does, over the same `DeepAgent` and run records as the magics.
+
+Every mistake the user can make (a bad flag value, a missing file, no model, an unknown
+run id) becomes a `UsageProblem`: one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from ..core.agent import DeepAgent
+from ..core.lm import NoLMError, resolve_lm
+from ..core.profiles import UnknownProfile, available_profiles
+from ..core.run import Run
+from ..display.text import TextProgress, summary
+from ..records.export import write_notebook
+from ..records.listing import NoSuchStep, format_step, runs_table
+from ..records.replay import replay
+from ..records.store import find_record, list_records, runs_dir
+from .inputs import LoadError, load_variables
+from .models import ModelError, default_model, model_from_spec
+from .parser import UsageProblem
+
+
+def run_task(args: argparse.Namespace) -> int:
+    task = sys.stdin.read() if args.task == "-" else args.task
+    if not task.strip():
+        raise UsageProblem("the task is empty: deepagent run \"what to do\"")
+    if args.profile not in available_profiles():
+        raise UsageProblem(f"unknown profile {args.profile!r}; choose one of: {', '.join(available_profiles())}")
+    workspace = Path(args.workspace).expanduser()
+    if workspace.exists() and not workspace.is_dir():
+        raise UsageProblem(f"--workspace {args.workspace}: not a directory")
+    try:
+        lm = model_from_spec(args.lm) or default_model()
+        sub_lm = model_from_spec(args.sub_lm, "--sub-lm")
+        lm = resolve_lm(lm)  # no model at all: say how to name one, before anything starts
+        namespace = load_variables(args.load)
+    except (ModelError, LoadError) as exc:
+        raise UsageProblem(str(exc)) from None
+    except NoLMError:
+        raise UsageProblem("no model: pass --lm openai/gpt-4o-mini (or scripted:FILE.json), or set DEEPAGENT_LM") from None
+    except ValueError as exc:  # DEEPAGENT_LM holding something that is not a model id
+        raise UsageProblem(str(exc).splitlines()[0]) from None
+    pool = _pool(args) if args.max_depth > 0 else None
+    try:
+        agent = DeepAgent(
+            lm=lm, sub_lm=sub_lm, workspace=workspace, max_iters=args.max_iters, max_llm_calls=args.max_llm_calls,
+            profile=args.profile, timeout=args.timeout, max_depth=args.max_depth, max_subagents=args.max_subagents,
+            subagent_max_iters=args.subagent_max_iters, subagent_timeout=args.subagent_timeout,
+            max_parallel=args.max_parallel, pool=pool,
+        )
+        run = Run(task, profile=agent.profile, config={"approve": args.approve, "front_door": "cli"})
+        progress = None if args.quiet else TextProgress(run, stream=sys.stderr)
+        try:
+            agent.run(task, namespace, run=run)
+        except KeyboardInterrupt:
+            print(f"deepagent: interrupted after {len(run.steps)} steps (run {run.id})", file=sys.stderr)
+            return 130
+        finally:
+            if progress is not None:
+                progress.close()
+    except (UnknownProfile, OSError) as exc:
+        raise UsageProblem(str(exc).splitlines()[0]) from None
+    finally:
+        if pool is not None:
+            pool.stop()  # no sub-agent kernel outlives the command
+    return _report(run, workspace, args.json)
+
+
+def _pool(args: argparse.Namespace) -> Any:
+    from ..interpreters.pool import KernelPool
+
+    if args.kernel_name:
+        from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+        try:
+            KernelSpecManager().get_kernel_spec(args.kernel_name)
+        except NoSuchKernel:
+            names = ", ".join(sorted(KernelSpecManager().find_kernel_specs()))
+            raise UsageProblem(f"--kernel-name: no kernel spec named {args.kernel_name!r}; installed: {names}") from None
+    return KernelPool(args.pool_size, kernel_name=args.kernel_name).warm()
+
+
+def _report(run: Run, workspace: Path, as_json: bool) -> int:
+    if as_json:
+        try:
+            record = find_record(run.id, [workspace])  # the record on disk: scrubbed of secrets
+        except (KeyError, ValueError):
+            record = {"id": run.id, "status": run.status, "error": run.error, "result": run.result}
+        record.pop("_path", None)
+        print(json.dumps(record, indent=2, default=str))
+    elif run.status == "finished":
+        print(run.result if run.result is not None else "")
+    if run.status != "finished":
+        print(f"deepagent: run {run.id} {summary(run)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def list_runs(args: argparse.Namespace) -> int:
+    records = list_records([args.workspace], limit=args.limit)
+    if not records:
+        print(f"no recorded runs in {runs_dir(args.workspace)}", file=sys.stderr)
+        return 0
+    print(runs_table(records))
+    return 0
+
+
+def trace(args: argparse.Namespace) -> int:
+    record = _record(args.run, args.workspace)
+    if args.step is not None:
+        try:
+            print(format_step(record, args.step))
+        except NoSuchStep as exc:
+            raise UsageProblem(str(exc)) from None
+        return 0
+    views: list[TextProgress] = []
+    replay(record, on_run=lambda run: views.append(TextProgress(run, stream=sys.stdout, show_result=True)))
+    return 0
+
+
+def export(args: argparse.Namespace) -> int:
+    if not args.out.endswith(".ipynb"):
+        raise UsageProblem(f"the notebook path must end with .ipynb, got {args.out!r}")
+    record = _record(args.run, args.workspace)
+    try:
+        target = write_notebook(record, args.out)
+    except OSError as exc:
+        raise UsageProblem(f"cannot write {args.out}: {exc.strerror or exc}") from None
+    print(f"wrote {target}: run {record.get('id')}, {len(record.get('steps') or [])} steps", file=sys.stderr)
+    return 0
+
+
+def _record(run_id: str | None, workspace: str) -> dict[str, Any]:
+    if run_id is None:
+        newest = list_records([workspace], limit=1)
+        if not newest:
+            raise UsageProblem(f"no recorded runs in {runs_dir(workspace)}")
+        return newest[0]
+    try:
+        return find_record(run_id, [workspace])
+    except KeyError as exc:
+        raise UsageProblem(exc.args[0]) from None
+    except ValueError as exc:
+        raise UsageProblem(f"cannot read run {run_id!r}: {exc}") from None
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "run": run_task, "runs": list_runs, "trace": trace, "export": export,
+}

@@ -1,0 +1,76 @@
+"""Naming a model on the command line: a provider model id, or ``scripted:FILE`` for tests and demos.
+
+``--lm openai/gpt-4o-mini`` is a `dspy.LM` (its key and base URL come from the provider's
+environment variables, e.g. ``OPENAI_API_KEY``, ``OPENAI_API_BASE``). ``--lm scripted:steps.json``
+(or ``DEEPAGENT_LM=scripted:steps.json``) is a `ScriptedLM` playing the steps in the file, which is
+either a list of steps (``[reasoning, code]`` pairs, ``{"reasoning", "code"}`` objects or code
+strings) or an object ``{"steps": [...], "scripts": {task fragment: steps}, "replies": ..., "latency": s}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import dspy
+
+from ..testing import ScriptedLM
+
+SCRIPTED = "scripted:"
+
+
+class ModelError(ValueError):
+    """A model name the command line cannot use; the message is one line."""
+
+
+def model_from_spec(spec: str | None, flag: str = "--lm") -> Any:
+    """The LM ``spec`` names (None stays None: the environment decides)."""
+    if spec is None:
+        return None
+    spec = spec.strip()
+    if spec.startswith(SCRIPTED):
+        return scripted_model(spec[len(SCRIPTED):], flag)
+    if "/" not in spec or spec.startswith("/") or spec.endswith("/"):
+        raise ModelError(f"{flag} {spec!r} is not a model id like 'openai/gpt-4o-mini' nor 'scripted:FILE.json'")
+    return dspy.LM(spec)
+
+
+def default_model() -> Any:
+    """The LM from ``DEEPAGENT_LM`` when it names a script (a model id is left to the core's resolution)."""
+    env = os.environ.get("DEEPAGENT_LM", "").strip()
+    return model_from_spec(env, "DEEPAGENT_LM") if env.startswith(SCRIPTED) else None
+
+
+def scripted_model(path: str, flag: str) -> ScriptedLM:
+    if not path:
+        raise ModelError(f"{flag} scripted: needs a file, e.g. scripted:steps.json")
+    file = Path(path).expanduser()
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ModelError(f"{flag}: cannot read the script {path}: {exc.strerror or exc}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ModelError(f"{flag}: the script {path} is not JSON: {exc}") from None
+    if isinstance(data, list):
+        data = {"steps": data}
+    if not isinstance(data, dict) or not ({"steps", "scripts"} & set(data)):
+        raise ModelError(f"{flag}: the script {path} must be a list of steps or an object with 'steps' or 'scripts'")
+    try:
+        steps = [_step(step) for step in data["steps"]] if "steps" in data else None
+        scripts = {str(key): [_step(step) for step in value] for key, value in (data.get("scripts") or {}).items()}
+        return ScriptedLM(steps, scripts=scripts, replies=data.get("replies", "(scripted reply)"),
+                          latency=float(data.get("latency", 0.0)), model=f"scripted/{file.stem}")
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise ModelError(f"{flag}: a step in {path} is not [reasoning, code], {{\"reasoning\", \"code\"}} or code: {exc}") from None
+
+
+def _step(step: Any) -> Any:
+    if isinstance(step, str):
+        return step
+    if isinstance(step, list) and len(step) == 2 and all(isinstance(part, str) for part in step):
+        return tuple(step)
+    if isinstance(step, dict) and isinstance(step.get("code"), str):
+        return {"reasoning": str(step.get("reasoning", "")), "code": step["code"]}
+    raise TypeError(f"{json.dumps(step)[:80]}")
