@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -74,7 +75,19 @@ def run_task(args: argparse.Namespace) -> int:
 
 def _pool(args: argparse.Namespace) -> Any:
     from ..interpreters.pool import KernelPool
+    from ..interpreters.pool.gateway import Gateway, GatewayError
 
+    url = args.gateway_url or os.environ.get("JUPYTER_GATEWAY_URL")
+    if url:
+        try:
+            gateway = Gateway(url, args.gateway_token)
+            names = gateway.check()
+        except GatewayError as exc:
+            raise UsageProblem(str(exc)) from None
+        if args.kernel_name and args.kernel_name not in names:
+            raise UsageProblem(f"--kernel-name: the gateway has no kernel spec {args.kernel_name!r}; it has: "
+                               f"{', '.join(names)}")
+        return KernelPool(args.pool_size, kernel_name=args.kernel_name, gateway=gateway).warm()
     if args.kernel_name:
         from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 

@@ -80,6 +80,10 @@ def build_parser() -> Parser:
     run.add_argument("--pool-size", dest="pool_size", type=non_negative, default=0,
                      help="sub-agent kernels started ahead of need (default 0: on demand)")
     run.add_argument("--kernel-name", dest="kernel_name", help="kernel spec for sub-agents (default: this Python)")
+    run.add_argument("--gateway-url", dest="gateway_url",
+                     help="Jupyter gateway to start sub-agent kernels on (default: JUPYTER_GATEWAY_URL, else here)")
+    run.add_argument("--gateway-token", dest="gateway_token",
+                     help="the gateway's auth token (default: JUPYTER_GATEWAY_AUTH_TOKEN)")
 
     runs = commands.add_parser("runs", help="list recent runs (newest first)")
     runs.add_argument("--workspace", default=".", help="read the records of this workspace (default: .)")

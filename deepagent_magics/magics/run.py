@@ -21,6 +21,7 @@ from ..core.profiles import UnknownProfile, available_profiles
 from ..core.run import Run
 from ..display import show_run
 from ..tuning import programs
+from . import gateway_settings
 from .arguments import AgentFailed, check_positive, check_subagent_settings, interpolate
 
 
@@ -49,6 +50,9 @@ class DeepAgentMagics(Magics):
     pool_size = Int(2, help="Sub-agent kernels kept started ahead of need (0: start each on demand).").tag(config=True)
     kernel_name = Unicode(None, allow_none=True, help="Kernel spec for sub-agents (default: this Python).").tag(config=True)
     SETTINGS += ("max_depth", "max_subagents", "subagent_max_iters", "subagent_timeout", "max_parallel", "pool_size", "kernel_name")
+    gateway_url = Unicode(None, allow_none=True, help="Jupyter gateway for sub-agent kernels (default: JUPYTER_GATEWAY_URL, else this machine).").tag(config=True)
+    gateway_token = Unicode(None, allow_none=True, help="The gateway's auth token (default: JUPYTER_GATEWAY_AUTH_TOKEN).").tag(config=True)
+    SETTINGS += ("gateway_url", "gateway_token")
 
     def __init__(self, shell=None, **kwargs: Any):
         super().__init__(shell=shell, **kwargs)
@@ -161,6 +165,8 @@ class DeepAgentMagics(Magics):
     @argument("--max-parallel", dest="max_parallel", type=int)
     @argument("--pool-size", dest="pool_size", type=int, help="sub-agent kernels kept ready")
     @argument("--kernel-name", dest="kernel_name", help="kernel spec for sub-agents")
+    @argument("--gateway-url", dest="gateway_url", help="Jupyter gateway to start sub-agent kernels on ('off': this machine)")
+    @argument("--gateway-token", dest="gateway_token", help="the gateway's auth token")
     @argument("--reset", action="store_true", help="restore every default")
     @line_magic
     def deepagent_config(self, line: str) -> None:
@@ -175,6 +181,7 @@ class DeepAgentMagics(Magics):
         for name in ("max_iters", "max_llm_calls", "timeout"):
             check_positive(f"--{name.replace('_', '-')}", updates.get(name))
         check_subagent_settings(updates)
+        gateway_settings.check_gateway(updates, self.gateway_url, self.gateway_token)
         if "profile" in updates and updates["profile"] not in available_profiles():
             raise UsageError(f"unknown profile {updates['profile']!r}; choose one of: {', '.join(available_profiles())}")
         for name in ("lm", "sub_lm"):
@@ -191,7 +198,9 @@ class DeepAgentMagics(Magics):
         """The process-wide kernel pool at the configured size, warming in the background."""
         from ..interpreters.pool import default_pool
 
-        pool = default_pool(settings["pool_size"], settings["kernel_name"] or None)
+        gateway = gateway_settings.make_gateway(gateway_settings.gateway_url(settings["gateway_url"]),
+                                                settings["gateway_token"])
+        pool = default_pool(settings["pool_size"], settings["kernel_name"] or None, gateway=gateway)
         if settings["max_depth"] > 0:
             pool.warm()
         return pool
@@ -202,7 +211,7 @@ class DeepAgentMagics(Magics):
             value = getattr(self, name)
             if name == "lm" and value is None:
                 value = self._lm_source()
-            rows.append(f"  {name:<14} {value}")
+            rows.append(f"  {name:<14} {gateway_settings.shown(name, value)}")
         return "deepagent settings (%config DeepAgentMagics.<name> = ...):\n" + "\n".join(rows)
 
     def _lm_source(self) -> str:

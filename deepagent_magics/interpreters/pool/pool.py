@@ -37,16 +37,18 @@ class KernelPool:
         size: how many ready kernels to keep (0: start each on demand).
         kernel_name: an installed kernel spec; default the host's own Python.
         cwd: the directory kernels start in (the runtime moves each to its workspace).
+        gateway: a `gateway.Gateway` (or its URL) to start the kernels on instead of this machine.
     """
 
     def __init__(self, size: int = DEFAULT_SIZE, kernel_name: str | None = None, cwd: str | None = None,
-                 startup_timeout: float = STARTUP_TIMEOUT):
+                 startup_timeout: float = STARTUP_TIMEOUT, gateway: Any = None):
         if size < 0:
             raise ValueError(f"pool size must be >= 0, got {size}")
         self.size = size
         self.kernel_name = kernel_name
         self.cwd = cwd
         self.startup_timeout = startup_timeout
+        self.gateway = _as_gateway(gateway)
         self.closed = False
         self.last_error: str | None = None
         self.started = 0  # kernels this pool has started, for stats
@@ -92,7 +94,7 @@ class KernelPool:
             if kernel.alive():
                 return kernel
             self.release(kernel)  # died while waiting: start another
-        kernel = Kernel(self.kernel_name)
+        kernel = self._new_kernel()
         with self._cond:
             self._starting.add(kernel)
         try:
@@ -185,6 +187,9 @@ class KernelPool:
         state = "stopped" if self.closed else f"{len(self._ready)}/{self.size} ready, {len(self._in_use)} in use"
         return f"<KernelPool {self.kernel_name or HOST_KERNEL}: {state}>"
 
+    def _new_kernel(self) -> Kernel:
+        return self.gateway.kernel(self.kernel_name) if self.gateway is not None else Kernel(self.kernel_name)
+
     # ------------------------------------------------------------ filling
     def _fill(self) -> None:
         failures = 0
@@ -194,7 +199,7 @@ class KernelPool:
                     self._cond.wait()
                 if self.closed:
                     return
-                kernel = Kernel(self.kernel_name)
+                kernel = self._new_kernel()
                 self._warming.add(kernel)
             try:
                 kernel.start(self.cwd, self.startup_timeout)
@@ -222,24 +227,41 @@ class KernelPool:
                 kernel.close()
 
 
+def _as_gateway(gateway: Any) -> Any:
+    if gateway is None:
+        return None
+    from .gateway import as_gateway
+
+    return as_gateway(gateway)
+
+
+def _gateway_key(gateway: Any) -> Any:
+    return None if gateway is None else (gateway.url, gateway.client.auth_token)
+
+
 # ---------------------------------------------------------------- the default pool
 _default: KernelPool | None = None
 _default_lock = threading.Lock()
 _UNSET: Any = object()
 
 
-def default_pool(size: int | None = None, kernel_name: str | None = _UNSET) -> KernelPool:
-    """The process-wide pool sub-agents use unless given one; resized or replaced to match the settings."""
+def default_pool(size: int | None = None, kernel_name: str | None = _UNSET, gateway: Any = _UNSET) -> KernelPool:
+    """The process-wide pool sub-agents use unless given one; resized or replaced to match the settings
+    (``gateway``: a `gateway.Gateway`, its URL, or None for this machine)."""
     global _default
+    gateway = _as_gateway(gateway) if gateway is not _UNSET else _UNSET
     with _default_lock:
         pool = _default
-        if pool is not None and not pool.closed and kernel_name is not _UNSET and kernel_name != pool.kernel_name:
+        if pool is not None and not pool.closed and (
+                (kernel_name is not _UNSET and kernel_name != pool.kernel_name)
+                or (gateway is not _UNSET and _gateway_key(gateway) != _gateway_key(pool.gateway))):
             pool.stop()
             pool = None
         if pool is None or pool.closed:
             pool = _default = KernelPool(
                 DEFAULT_SIZE if size is None else size,
                 kernel_name=None if kernel_name is _UNSET else kernel_name,
+                gateway=None if gateway is _UNSET else gateway,
             )
         elif size is not None and size != pool.size:
             pool.resize(size)
