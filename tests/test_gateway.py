@@ -149,6 +149,35 @@ def test_delegation_batched_and_nested_runs_through_the_gateway_with_tools_on_th
     assert len(run.children) == 3 and all(child.status == "finished" for child in run.children)
 
 
+def test_a_remote_sub_agent_is_told_its_disk_is_not_the_workspace_and_uses_the_file_tools(gateway, tmp_path):
+    (tmp_path / "data.txt").write_text("host data")
+
+    def child(request):
+        told = "its current directory and disk are not the workspace" in request.system
+        local_claim = "The current directory is the shared workspace" in request.system
+        return ("Read through the tool.", f"SUBMIT(result=str(({told}, {local_claim}, read_file('data.txt'))))")
+
+    lm = ScriptedLM(scripts={"TOLD-ROOT": [("Go.", "r = delegate('TOLD-CHILD: read data.txt')\nSUBMIT(result=r)")],
+                             "TOLD-CHILD": child})
+    pool = KernelPool(0, gateway=gateway)
+    try:
+        run = DeepAgent(lm=lm, workspace=tmp_path, pool=pool, timeout=60).run("TOLD-ROOT: go")
+    finally:
+        pool.stop()
+    assert run.status == "finished", run.error
+    assert run.result.startswith("(True, False, ") and "host data" in run.result
+
+
+def test_a_workspace_path_missing_on_the_kernels_disk_does_not_break_its_steps(gateway):
+    pool = KernelPool(0, gateway=gateway)
+    interpreter = KernelInterpreter(pool=pool, cwd="/no/such/host/workspace", timeout=30)
+    try:
+        assert interpreter.execute("print('still runs')") == "still runs"
+    finally:
+        interpreter.shutdown()
+        pool.stop()
+
+
 def test_a_sub_agent_over_its_time_is_stopped_and_its_gateway_kernel_shut_down(gateway, tmp_path):
     lm = ScriptedLM(scripts={
         "SLOW-ROOT": [("Delegate.", "r = delegate('SLOW-CHILD: loop')\nSUBMIT(result=r)")],

@@ -335,6 +335,8 @@ class KernelInterpreterFactory:
         self.timeout = timeout
         self.on_start = on_start
         self.execution_instructions = KERNEL_EXECUTION_INSTRUCTIONS.format(timeout=timeout or float("inf"))
+        if getattr(pool, "gateway", None) is not None:  # a kernel on a gateway: its disk is not the workspace
+            self.execution_instructions = pool.gateway.execution_instructions(self.execution_instructions)
 
     def __call__(self) -> KernelInterpreter:
         session = self.session

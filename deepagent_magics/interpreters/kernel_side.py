@@ -130,7 +130,7 @@ class Runtime:
     def run(self, request_json):
         """Run one step; say how it ended in the execute_reply's payload."""
         request = json.loads(request_json)
-        if request.get("cwd"):
+        if request.get("cwd") and os.path.isdir(request["cwd"]):  # not on a remote kernel's disk
             os.chdir(request["cwd"])
         self.bind_tools(request.get("tools"), request.get("outputs"))
         self.namespace.update(request.get("variables") or {})

@@ -36,6 +36,12 @@ from .kernel import _INSTALL, STARTUP_TIMEOUT, Kernel, KernelStartError, _contex
 
 log = logging.getLogger(__name__)
 
+REMOTE_INSTRUCTIONS = (
+    "Your kernel runs on a Jupyter gateway, possibly on another machine: its current directory and disk "
+    "are not the workspace. Reach the workspace only through the file tools (ls, read_file, write_file, "
+    "edit_file, glob, grep), which run on the host."
+)
+LOCAL_WORKSPACE_SENTENCE = "The current directory is the shared workspace. "
 KERNEL_ENV_TAG = "KERNEL_DEEPAGENT_HOST"  # sent with each start: which host started the kernel
 _live: set["GatewayKernel"] = set()  # started on a gateway and not yet shut down
 _live_lock = threading.Condition()
@@ -137,6 +143,10 @@ class Gateway:
 
     def headers(self) -> dict[str, str]:
         return dict(self.client.load_connection_args().get("headers") or {})
+
+    def execution_instructions(self, local: str) -> str:
+        """What a sub-agent is told about its REPL when its kernel is on this gateway."""
+        return local.replace(LOCAL_WORKSPACE_SENTENCE, "") + " " + REMOTE_INSTRUCTIONS
 
     def kernel(self, kernel_name: str | None = None) -> "GatewayKernel":
         """A kernel not yet started (what the pool starts and hands out)."""
