@@ -275,3 +275,55 @@ def test_the_command_line_runs_sub_agents_on_the_gateway_from_the_environment(ga
                            timeout=120)
     assert wrong.returncode == 2 and wrong.stdout == ""
     assert wrong.stderr.strip().splitlines() == [wrong.stderr.strip()] and "refused the token" in wrong.stderr
+
+
+# --------------------------------------------------------------------------- the stop button
+INTERRUPT_HOST = """
+import json, sys
+from deepagent_magics import DeepAgent
+from deepagent_magics.core.run import Run
+from deepagent_magics.interpreters.pool import KernelPool
+from deepagent_magics.interpreters.pool.gateway import Gateway
+from deepagent_magics.testing import ScriptedLM
+
+gateway = Gateway(sys.argv[2], sys.argv[3])
+pool = KernelPool(0, gateway=gateway)
+hang = [("Hang.", "import os, time\\nopen(f'kernel-{os.getpid()}.pid', 'w').close()\\nwhile True:\\n    time.sleep(0.05)")]
+lm = ScriptedLM(scripts={"STOP-ROOT": [("Fan out.", "rs = delegate_batched(['STOP-A: wait', 'STOP-B: wait'])")],
+                         "STOP-A": hang, "STOP-B": hang})
+run = Run("STOP-ROOT: fan out and wait")
+try:
+    DeepAgent(lm=lm, workspace=sys.argv[1], pool=pool, max_parallel=2, timeout=600).run(run.task, run=run)
+    outcome = "returned"
+except KeyboardInterrupt:
+    outcome = "KeyboardInterrupt"
+print(json.dumps({"outcome": outcome, "status": run.status, "on_gateway": len(gateway.list_kernels()),
+                  "children": [c.status for c in run.children]}), flush=True)
+"""
+
+
+def test_the_stop_button_shuts_down_every_sub_agent_kernel_on_the_gateway(gateway, tmp_path):
+    import signal
+
+    script = tmp_path / "host.py"
+    script.write_text(INTERRUPT_HOST)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    host = subprocess.Popen([sys.executable, str(script), str(workspace), gateway.url, TOKEN],
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(list(workspace.glob("kernel-*.pid"))) < 2 and time.monotonic() < deadline:
+            assert host.poll() is None, host.stderr.read()
+            time.sleep(0.1)
+        assert len(gateway.list_kernels()) == 2
+        host.send_signal(signal.SIGINT)
+        out, err = host.communicate(timeout=60)
+    finally:
+        if host.poll() is None:
+            host.kill()
+    report = json.loads(out.strip().splitlines()[-1])
+    assert report["outcome"] == "KeyboardInterrupt" and report["status"] == "interrupted", err
+    assert report["children"] == ["interrupted", "interrupted"]
+    assert report["on_gateway"] == 0  # shut down by the interrupt, before the host's exit handler
