@@ -217,6 +217,8 @@ BAD = {
     "a load of binary text": ["run", "x", "--lm", "scripted:s.json", "--load", "x=binary.txt"],
     "the same name loaded twice": ["run", "x", "--lm", "scripted:s.json", "--load", "x=n.json", "--load", "x=n.json"],
     "a kernel spec that does not exist": ["run", "x", "--lm", "scripted:s.json", "--kernel-name", "no-such-kernel"],
+    "a gateway that does not answer": ["run", "x", "--lm", "scripted:s.json", "--gateway-url", "http://127.0.0.1:9"],
+    "a gateway URL that is no URL": ["run", "x", "--lm", "scripted:s.json", "--gateway-url", "ftp://host"],
     "no command": [],
     "an unknown command": ["fly"],
     "an unknown flag": ["runs", "--colour"],

@@ -58,7 +58,11 @@ class Gateway:
     ``JUPYTER_GATEWAY_AUTH_TOKEN``); further `GatewayClient` settings as keyword arguments."""
 
     def __init__(self, url: str | None = None, token: str | None = None, **settings: Any):
-        from jupyter_server.gateway.gateway_client import GatewayClient
+        try:
+            from jupyter_server.gateway.gateway_client import GatewayClient
+        except ImportError:
+            raise GatewayError("sub-agents on a gateway need jupyter_server and websocket-client: "
+                               "pip install 'deepagent-magics[gateway]'") from None
 
         url = url or os.environ.get("JUPYTER_GATEWAY_URL")
         if not url:
