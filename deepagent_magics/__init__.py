@@ -23,6 +23,7 @@ from .records import record_root_run
 from .testing import ScriptedLM
 from .tools import base_tools
 from .tools.delegation import delegation_tools
+from .tools.memory import memory_tools, offer_memories
 
 __all__ = ["DeepAgent", "Run", "Event", "ShellInterpreter", "KernelPool", "ScriptedLM", "load_ipython_extension",
            "unload_ipython_extension"]
@@ -32,6 +33,8 @@ extensions.add_tools(base_tools)
 extensions.add_tools(delegation_tools)
 extensions.use_root_interpreter(ShellInterpreterFactory.for_agent)
 extensions.add_run_hook(record_root_run)
+extensions.add_tools(memory_tools)
+extensions.add_context_provider(offer_memories)
 _compat.install()
 
 

@@ -203,6 +203,7 @@ class DeepAgent(dspy.Module):
         self.rlm.sub_lm = sub_lm
         run.prompt_hash = self.prompt_hash
         run.max_iters = self.max_iters
+        context = extensions.extra_context(self, task, namespace, root, context)  # memories, earlier turns
         tool_names = {tool.__name__ for tool in self.builtin_tools() + self.extra_tools}
         summary = summarize_namespace(namespace, exclude=tool_names | {"SUBMIT"})
 
