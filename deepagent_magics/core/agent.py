@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable
 
 import dspy
 
-from . import extensions
+from . import extensions, threads
 from .lm import lm_label, resolve_lm
 from .namespace import summarize_namespace
 from .observer import UsageSink, observe_steps
@@ -175,13 +175,15 @@ class DeepAgent(dspy.Module):
         listeners: Iterable[Listener] = (),
         shell: Any = None,
         workspace: str | os.PathLike | None = None,
+        thread: Any = None,
     ) -> Run:
         """Run the agent on ``task`` with ``namespace`` as its REPL; return the `Run`.
 
         A failure of the agent (the LM, the provider) ends the run with status
         ``failed`` and the error on ``run.error``; the namespace, the workspace and the
         trajectory so far are kept. A KeyboardInterrupt ends it ``interrupted`` and is
-        re-raised.
+        re-raised. ``thread`` continues a conversation (a `Thread`, or a thread or run id;
+        `core.threads`): the earlier turns head the ``context``.
         """
         lm = resolve_lm(self.lm, namespace=namespace)
         sub_lm = resolve_lm(self.sub_lm, namespace=namespace) if self.sub_lm is not None else None
@@ -196,6 +198,7 @@ class DeepAgent(dspy.Module):
         root.mkdir(parents=True, exist_ok=True)
         run.config["workspace"] = str(root)
         session = Session(run, Workspace(root, on_write=run.record_file), agent=self)
+        context = threads.join(run, thread, namespace, context, root)  # a follow-up: the earlier turns first
         for hook in extensions.run_hooks():  # e.g. the run record (records/)
             hook(self, run, {"lm": lm, "sub_lm": sub_lm})
         self.rlm.max_iters = self.max_iters
