@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable
 import dspy
 
 from . import extensions, threads
+from .compaction import DEFAULT_COMPACT_AT
 from .lm import lm_label, resolve_lm
 from .namespace import summarize_namespace
 from .observer import UsageSink, observe_steps
@@ -67,6 +68,7 @@ class DeepAgent(dspy.Module):
     """
 
     record_runs = True  # write each root run to <workspace>/.deepagent/runs/<id>.json (records/)
+    compact_at: float | int | None = DEFAULT_COMPACT_AT  # tokens, or a fraction of the context window (compaction.py)
 
     def __init__(
         self,

@@ -1,4 +1,4 @@
-"""Follow-up cells: which conversation a ``%%deepagent`` cell continues, and the user's recent cells.
+"""Follow-up cells and long runs: which conversation a ``%%deepagent`` cell continues, and the user's recent cells.
 
 ``--continue [RUN]`` / ``-c`` continues the last conversation (or RUN's), ``--new`` starts
 one, and ``%deepagent_config --continue on`` makes continuing the default. The threads
@@ -11,6 +11,7 @@ were made.
 from __future__ import annotations
 
 import re
+from argparse import ArgumentTypeError
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -24,6 +25,20 @@ CELLS_BUDGET = 2500
 LAST = "last"
 # name = "value" where the name looks secret (api_key="...", OPENAI_TOKEN: '...')
 SECRET_ASSIGNMENT = re.compile(r"""(?i)(\b\w*(?:key|token|secret|password|passwd|credential)\w*["']?\s*[=:]\s*)(["'])[^"'\n]*\2""")
+
+
+def compact_at(value: str) -> float:
+    """``--compact-at``: ``off`` (0), a fraction of the context window (0 < x <= 1), or tokens (> 1)."""
+    text = str(value).strip().lower()
+    if text in ("off", "none", "0"):
+        return 0.0
+    try:
+        number = float(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise ArgumentTypeError(f"{value!r} is not tokens, a fraction of the context window, or off") from None
+    if not number > 0 or number != number or number == float("inf"):
+        raise ArgumentTypeError(f"{value!r} must be more than 0 (or off)")
+    return number
 
 
 def choose_thread(magics: Any, args: Any, workspace: str) -> Any:

@@ -16,6 +16,7 @@ from IPython.display import Markdown, display
 from traitlets import Bool, Enum, Float, Int, Unicode
 
 from ..core.agent import DeepAgent
+from ..core.compaction import DEFAULT_COMPACT_AT
 from ..core.lm import NoLMError, lm_label, make_lm, resolve_lm
 from ..core.profiles import UnknownProfile, available_profiles
 from ..core.run import Run
@@ -54,7 +55,8 @@ class DeepAgentMagics(Magics):
     # Follow-up cells (followup.py): continue the last conversation by default; the user's cells shown.
     continue_default = Bool(False, help="A plain cell continues the last conversation (--new starts one).").tag(config=True)
     cells = Int(5, help="How many of the user's recent input cells the agent sees (0: none).").tag(config=True)
-    SETTINGS += ("continue_default", "cells")
+    compact_at = Float(DEFAULT_COMPACT_AT, help="Compact the REPL history in the prompt past this: tokens, or a fraction (<= 1) of the context window; 0: never.").tag(config=True)
+    SETTINGS += ("continue_default", "cells", "compact_at")
 
     def __init__(self, shell=None, **kwargs: Any):
         super().__init__(shell=shell, **kwargs)
@@ -86,6 +88,7 @@ class DeepAgentMagics(Magics):
               help="continue the last conversation, or RUN's")
     @argument("--new", action="store_true", help="start a new conversation (when continuing is the default)")
     @argument("--cells", type=int, help="how many of your recent cells the agent sees (0: none)")
+    @argument("--compact-at", dest="compact_at", type=followup.compact_at, help="tokens, or a fraction of the context window; off: never")
     @cell_magic
     def deepagent(self, line: str, cell: str) -> None:
         """Hand the cell's text to a deep agent whose REPL is this notebook."""
@@ -153,7 +156,9 @@ class DeepAgentMagics(Magics):
                 max_parallel=settings["max_parallel"],
                 pool=self._subagent_pool(settings),
             )
-            return programs.apply(agent)  # the profile's tuned program, if one is active
+            agent = programs.apply(agent)  # the profile's tuned program, if one is active
+            agent.compact_at = settings["compact_at"]
+            return agent
         except (NoLMError, UnknownProfile, ValueError, TypeError) as exc:
             raise UsageError(str(exc).strip().splitlines()[0]) from None
 
@@ -177,6 +182,7 @@ class DeepAgentMagics(Magics):
     @argument("--kernel-name", dest="kernel_name", help="kernel spec for sub-agents")
     @argument("--continue", dest="continue_default", choices=["on", "off"], help="plain cells continue the conversation")
     @argument("--cells", type=int, help="how many recent cells the agent sees")
+    @argument("--compact-at", dest="compact_at", type=followup.compact_at, help="tokens or a fraction of the window; off")
     @argument("--reset", action="store_true", help="restore every default")
     @line_magic
     def deepagent_config(self, line: str) -> None:
