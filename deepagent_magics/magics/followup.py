@@ -10,21 +10,19 @@ were made.
 
 from __future__ import annotations
 
-import re
 from argparse import ArgumentTypeError
 from typing import Any
 
 from IPython.core.error import UsageError
 
 from ..core import threads
+from ..records.checkpoint import scrub_assignments
 from ..records.redaction import Redactor, secret_values
 from ..records.threads import latest_thread
 
 CELL_CHARS = 800
 CELLS_BUDGET = 2500
 LAST = "last"
-# name = "value" where the name looks secret (api_key="...", OPENAI_TOKEN: '...')
-SECRET_ASSIGNMENT = re.compile(r"""(?i)(\b\w*(?:key|token|secret|password|passwd|credential)\w*["']?\s*[=:]\s*)(["'])[^"'\n]*\2""")
 
 
 def compact_at(value: str) -> float:
@@ -71,6 +69,12 @@ def _last_thread(magics: Any, workspace: str) -> Any:
                 return threads.find(run.config["thread"], workspace)
             except threads.UnknownThread:
                 continue
+    resumed = (getattr(magics, "resumed", None) or {}).get("thread")  # %deepagent_resume: its last conversation
+    if resumed:
+        try:
+            return threads.find(resumed, workspace)
+        except threads.UnknownThread:
+            pass
     thread_id = latest_thread(workspace)  # after a kernel restart: the newest recorded run's thread
     if thread_id is None:
         return None
@@ -98,7 +102,7 @@ def recent_cells(shell: Any, count: int, current: str = "") -> str:
     redact = Redactor(secret_values())
     lines = ["The user's recent notebook cells (oldest first; how their variables were made):"]
     for number, source in reversed(picked):
-        source = redact.text(SECRET_ASSIGNMENT.sub(r"\1\2[REDACTED]\2", source))
+        source = redact.text(scrub_assignments(source))
         if len(source) > CELL_CHARS:
             source = source[: CELL_CHARS - 1] + "…"
         lines.append(f"[In {number}]\n{source}")
