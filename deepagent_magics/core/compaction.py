@@ -16,6 +16,10 @@ fails loudly when DSPy changes what this relies on (the ``repl_history`` keyword
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import io
+import os
 import threading
 from typing import Any
 
@@ -62,18 +66,23 @@ def threshold_tokens(compact_at: float | int | None, lm: Any) -> int | None:
 
 
 def context_window(lm: Any) -> int:
+    """The model's input window as LiteLLM's bundled price list reports it (`FALLBACK_WINDOW` when unknown)."""
     model = getattr(lm, "model", None)
-    if isinstance(model, str):
-        try:
+    return _window(model) if isinstance(model, str) else FALLBACK_WINDOW
+
+
+@functools.lru_cache(maxsize=64)
+def _window(model: str) -> int:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # a window size is no reason to go online
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # LiteLLM prints a provider list for unknown models
             import litellm
 
             info = litellm.get_model_info(model)
-            window = info.get("max_input_tokens") or info.get("max_tokens")
-            if window:
-                return int(window)
-        except Exception:  # an unknown or custom model
-            pass
-    return FALLBACK_WINDOW
+        window = info.get("max_input_tokens") or info.get("max_tokens")
+        return int(window) if window else FALLBACK_WINDOW
+    except Exception:  # an unknown or custom model
+        return FALLBACK_WINDOW
 
 
 class Compactor:
