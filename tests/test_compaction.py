@@ -162,3 +162,12 @@ def test_the_bench_row_runs_and_reports_its_target():
     rows = out["tables"][0]["rows"]
     assert rows[0][0].endswith("compaction off") and rows[1][-1] != "0"  # compaction happened in the "on" play
     assert out["targets"][0]["met"] is True
+
+
+def test_a_fraction_of_the_window_compacts_too_and_short_runs_never_ask_litellm(tmp_path, monkeypatch):
+    asked = []
+    monkeypatch.setattr(compaction, "_window", lambda model: asked.append(model) or compaction.FALLBACK_WINDOW)
+    run, requests, events, _ = _run(tmp_path, _long_steps(3, width=10), compact_at=0.5)
+    assert not events and asked == []  # a short history: no window lookup (LiteLLM's import costs seconds)
+    run, requests, events, _ = _run(tmp_path, _long_steps(12), compact_at=0.01)  # 1% of 128k tokens = 5k chars
+    assert events and asked

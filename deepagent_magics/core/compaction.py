@@ -28,6 +28,7 @@ from dspy.primitives.repl_types import REPLHistory
 
 DEFAULT_COMPACT_AT = 0.5  # of the context window (deepagents and the RLM paper compact at 0.85 of a full one)
 FALLBACK_WINDOW = 128_000  # tokens, when LiteLLM does not know the model
+MIN_WINDOW = 4_096  # tokens: below a share of this, no history needs compacting, whatever the model
 CHARS_PER_TOKEN = 4
 KEEP_VERBATIM = 3
 SUMMARY_CHARS = 2_000
@@ -88,20 +89,31 @@ def _window(model: str) -> int:
 class Compactor:
     """One run's compaction state: the summary so far and how many steps it covers."""
 
-    def __init__(self, run: Any, limit_tokens: int, sub_lm: Any = None):
+    def __init__(self, run: Any, compact_at: float | int, lm: Any = None, sub_lm: Any = None):
         self.run = run
-        self.limit_chars = limit_tokens * CHARS_PER_TOKEN
+        self.compact_at = compact_at
+        self.lm = lm
+        self._limit_chars: int | None = None
         self.sub_lm = sub_lm
         self.summary = ""
         self.summarized = 0
         self._lock = threading.Lock()
+
+    def limit_chars(self, size: int) -> int:
+        """The limit in characters; the model's window is looked up (LiteLLM) only once a history could pass it."""
+        if self._limit_chars is None:
+            if self.compact_at <= 1 and size <= self.compact_at * MIN_WINDOW * CHARS_PER_TOKEN:
+                return size + 1  # smaller than any window's share: no need to ask LiteLLM yet
+            self._limit_chars = (threshold_tokens(self.compact_at, self.lm) or 0) * CHARS_PER_TOKEN
+        return self._limit_chars
 
     def view(self, history: REPLHistory) -> REPLHistory:
         """What the prompt shows of ``history``: itself while it is small, else a `CompactedHistory`."""
         entries = list(history.entries)
         with self._lock:
             shown = self._shown(history, entries)
-            if len(shown.format()) <= self.limit_chars or len(entries) - self.summarized <= KEEP_VERBATIM:
+            size = len(shown.format())
+            if size <= self.limit_chars(size) or len(entries) - self.summarized <= KEEP_VERBATIM:
                 return shown
             before = len(history.format())
             upto = len(entries) - KEEP_VERBATIM
@@ -152,12 +164,11 @@ def compactor_for(session: Any) -> Compactor | None:
     if found is None:
         agent = session.agent
         compact_at = session.run.config.get("compact_at", getattr(agent, "compact_at", DEFAULT_COMPACT_AT))
-        limit = threshold_tokens(compact_at, dspy.settings.lm)
-        if limit is None:
+        if compact_at is None or compact_at <= 0:
             found = session.extras[COMPACTION] = False
         else:
             sub_lm = getattr(getattr(agent, "rlm", None), "sub_lm", None)
-            found = session.extras[COMPACTION] = Compactor(session.run, limit, sub_lm)
+            found = session.extras[COMPACTION] = Compactor(session.run, compact_at, dspy.settings.lm, sub_lm)
     return found or None
 
 
