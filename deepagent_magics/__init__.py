@@ -19,10 +19,14 @@ from . import _compat
 from .core import DeepAgent, Event, Run, extensions
 from .interpreters import KernelPool, ShellInterpreter
 from .interpreters.shell import ShellInterpreterFactory
+from .core import threads
 from .records import record_root_run
+from .records.threads import load_thread
 from .testing import ScriptedLM
 from .tools import base_tools
 from .tools.delegation import delegation_tools
+from .tools.history import history_tools
+from .tools.memory import memory_tools, offer_memories
 
 __all__ = ["DeepAgent", "Run", "Event", "ShellInterpreter", "KernelPool", "ScriptedLM", "load_ipython_extension",
            "unload_ipython_extension"]
@@ -32,6 +36,10 @@ extensions.add_tools(base_tools)
 extensions.add_tools(delegation_tools)
 extensions.use_root_interpreter(ShellInterpreterFactory.for_agent)
 extensions.add_run_hook(record_root_run)
+extensions.add_tools(memory_tools)
+extensions.add_tools(history_tools)
+extensions.add_context_provider(offer_memories)
+threads.add_loader(load_thread)  # --continue after a kernel restart: threads from the run records
 _compat.install()
 
 

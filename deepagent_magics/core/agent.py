@@ -16,7 +16,8 @@ from typing import Any, Callable, Iterable
 
 import dspy
 
-from . import extensions
+from . import extensions, threads
+from .compaction import DEFAULT_COMPACT_AT
 from .lm import lm_label, resolve_lm
 from .namespace import summarize_namespace
 from .observer import UsageSink, observe_steps
@@ -67,6 +68,7 @@ class DeepAgent(dspy.Module):
     """
 
     record_runs = True  # write each root run to <workspace>/.deepagent/runs/<id>.json (records/)
+    compact_at: float | int | None = DEFAULT_COMPACT_AT  # tokens, or a fraction of the context window (compaction.py)
 
     def __init__(
         self,
@@ -175,13 +177,15 @@ class DeepAgent(dspy.Module):
         listeners: Iterable[Listener] = (),
         shell: Any = None,
         workspace: str | os.PathLike | None = None,
+        thread: Any = None,
     ) -> Run:
         """Run the agent on ``task`` with ``namespace`` as its REPL; return the `Run`.
 
         A failure of the agent (the LM, the provider) ends the run with status
         ``failed`` and the error on ``run.error``; the namespace, the workspace and the
         trajectory so far are kept. A KeyboardInterrupt ends it ``interrupted`` and is
-        re-raised.
+        re-raised. ``thread`` continues a conversation (a `Thread`, or a thread or run id;
+        `core.threads`): the earlier turns head the ``context``.
         """
         lm = resolve_lm(self.lm, namespace=namespace)
         sub_lm = resolve_lm(self.sub_lm, namespace=namespace) if self.sub_lm is not None else None
@@ -196,6 +200,7 @@ class DeepAgent(dspy.Module):
         root.mkdir(parents=True, exist_ok=True)
         run.config["workspace"] = str(root)
         session = Session(run, Workspace(root, on_write=run.record_file), agent=self)
+        context = threads.join(run, thread, namespace, context, root)  # a follow-up: the earlier turns first
         for hook in extensions.run_hooks():  # e.g. the run record (records/)
             hook(self, run, {"lm": lm, "sub_lm": sub_lm})
         self.rlm.max_iters = self.max_iters
@@ -203,6 +208,7 @@ class DeepAgent(dspy.Module):
         self.rlm.sub_lm = sub_lm
         run.prompt_hash = self.prompt_hash
         run.max_iters = self.max_iters
+        context = extensions.extra_context(self, task, namespace, root, context)  # memories, earlier turns
         tool_names = {tool.__name__ for tool in self.builtin_tools() + self.extra_tools}
         summary = summarize_namespace(namespace, exclude=tool_names | {"SUBMIT"})
 

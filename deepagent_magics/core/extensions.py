@@ -5,7 +5,9 @@ package's ``__init__`` registers, once, what every `DeepAgent` gets by default:
 
 - tool sets (``add_tools``): the todo and file tools, delegation;
 - the interpreter of a root agent (``use_root_interpreter``): the live namespace;
-- run hooks (``add_run_hook``): called when a run starts, e.g. to keep its record.
+- run hooks (``add_run_hook``): called when a run starts, e.g. to keep its record;
+- context providers (``add_context_provider``): text added to a run's ``context`` input,
+  e.g. the memories that match the task.
 
 So ``core`` imports none of ``tools``, ``interpreters``, ``records``: they import it.
 """
@@ -25,6 +27,8 @@ RunHook = Callable[["DeepAgent", "Run", dict[str, Any]], None]  # (agent, run, {
 _tool_sets: list[ToolSet] = []
 _root_interpreter: InterpreterMaker | None = None
 _run_hooks: list[RunHook] = []
+ContextProvider = Callable[["DeepAgent", str, Any, Any], str]  # (agent, task, namespace, workspace root) -> text
+_context_providers: list[ContextProvider] = []
 
 
 def add_tools(tool_set: ToolSet) -> None:
@@ -57,3 +61,22 @@ def add_run_hook(hook: RunHook) -> None:
 
 def run_hooks() -> list[RunHook]:
     return list(_run_hooks)
+
+
+def add_context_provider(provider: ContextProvider) -> None:
+    """Add ``provider(agent, task, namespace, root)``'s text (if any) to each run's ``context``."""
+    if provider not in _context_providers:
+        _context_providers.append(provider)
+
+
+def extra_context(agent: "DeepAgent", task: str, namespace: Any, root: Any, context: str) -> str:
+    """``context`` followed by every provider's text; a provider that fails adds nothing."""
+    parts = [context] if context else []
+    for provider in list(_context_providers):
+        try:
+            text = provider(agent, task, namespace, root)
+        except Exception:  # a broken provider never ends a run
+            continue
+        if text:
+            parts.append(text)
+    return "\n\n".join(parts)

@@ -21,6 +21,7 @@ from typing import Any
 import dspy
 
 from . import session as _session
+from .compaction import compact  # a long history is shown compacted (compaction.py)
 from .run import Run
 
 
@@ -35,10 +36,10 @@ class StepPredict(dspy.Predict):
     """
 
     def forward(self, **kwargs: Any) -> Any:
-        return _report(super().forward(**kwargs))
+        return _report(super().forward(**compact(_session.active(), kwargs)))
 
     async def aforward(self, **kwargs: Any) -> Any:
-        return _report(await super().aforward(**kwargs))
+        return _report(await super().aforward(**compact(_session.active(), kwargs)))
 
 
 def _report(prediction: Any) -> Any:

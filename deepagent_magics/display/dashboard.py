@@ -16,6 +16,7 @@ lock, in the context of the cell that started the run.
 
 from __future__ import annotations
 
+import html
 import time
 from typing import Any
 
@@ -36,6 +37,7 @@ from ..core.run import (
     Event,
     Run,
 )
+from ..core.compaction import COMPACTION
 from ..core.workspace import Workspace
 from .markup import (
     STYLE,
@@ -133,6 +135,13 @@ class RunView:
         self._page.children = (*self._page.children, step.widget)
         return step
 
+    def add_marker(self, widget: W.Widget) -> None:
+        """A mark between steps (where compaction happened), in the current page."""
+        if self._page is None:
+            self._page = W.VBox([])
+            self.pages.children = (*self.pages.children, self._page)
+        self._page.children = (*self._page.children, widget)
+
     def step(self, index: int | None) -> StepView | None:
         if index is None or not 0 < index <= len(self.steps):
             return None
@@ -142,6 +151,14 @@ class RunView:
         if self.nested:
             self.status.value = status_line(self.run)
             self.widget.titles = (self.title(),)
+
+
+def compaction_html(data: dict[str, Any]) -> str:
+    """The mark where the prompt was compacted: which steps, how much smaller, and the summary (folded)."""
+    summary = html.escape(str(data.get("summary", "")))
+    return (f'<details class="deepagent-compaction"><summary>⟲ compacted steps 1–{data.get("summarized")} before step '
+            f'{data.get("step")}: prompt history {data.get("chars_before", 0):,} → {data.get("chars_after", 0):,} chars '
+            f'(every step stays below and in history())</summary><pre style="white-space:pre-wrap">{summary}</pre></details>')
 
 
 # --------------------------------------------------------------------------- the dashboard
@@ -206,6 +223,8 @@ class Dashboard:
             self.show_preview(data["path"])
         elif kind == SUBAGENT_STARTED:
             self._view_for(data["child"])
+        elif kind == COMPACTION and view is not None:
+            view.add_marker(W.HTML(compaction_html(data)))
         elif kind == RUN_FINISHED and run is self.run:
             self.refresh_tree()
             self.show_result()

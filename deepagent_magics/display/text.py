@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from ..core.compaction import COMPACTION
 from ..core.run import RUN_FINISHED, STEP_FINISHED, SUBAGENT_STARTED, Event, Run
 from .markup import step_mark
 from .routing import Routed
@@ -41,6 +42,10 @@ class TextProgress:
             child = event.data["child"]
             task = (child.task.strip().splitlines() or [""])[0][:70]
             self._write(f"{indent}  ↳ sub-agent {child.id[-6:]} (step {event.data.get('step')}): {task}")
+        elif event.kind == COMPACTION:
+            data = event.data
+            self._write(f"{indent}[{run.id[-6:]}] ⟲ compacted steps 1-{data.get('summarized')} in the prompt "
+                        f"({data.get('chars_before', 0):,} → {data.get('chars_after', 0):,} chars; history() has them all)")
         elif event.kind == RUN_FINISHED:
             self._write(indent + summary(run))
             if run is self.run and self.shows_result and run.status == "finished":

@@ -3,6 +3,8 @@
 - `run`: ``%%deepagent`` and ``%deepagent_config`` (`DeepAgentMagics`, whose traitlets are the defaults)
 - `inspect`: ``%deepagent_runs``, ``%deepagent_trace``, ``%deepagent_export``
 - `prompts`: ``%deepagent_prompt``; `tuning`: ``%deepagent_eval``, ``%deepagent_optimize``
+- `memory`: ``%deepagent_memory``; `checkpoint`: ``%deepagent_checkpoint``, ``%deepagent_resume``
+- `followup`: which conversation a cell continues, the user's recent cells
 - `arguments`: interpolation and the checks that make a bad flag one line
 """
 
@@ -12,11 +14,13 @@ from typing import Any
 
 from .arguments import AgentFailed, interpolate
 from .inspect import InspectMagics
+from .checkpoint import CheckpointMagics
+from .memory import MemoryMagics
 from .prompts import PromptMagics
 from .run import DeepAgentMagics
 from .tuning import TuningMagics
 
-MAGICS = (DeepAgentMagics, InspectMagics, PromptMagics, TuningMagics)
+MAGICS = (DeepAgentMagics, InspectMagics, PromptMagics, TuningMagics, MemoryMagics, CheckpointMagics)
 
 
 def register(ipython: Any) -> None:
@@ -33,5 +37,5 @@ def unregister(ipython: Any) -> None:
         ipython.configurables.remove(magics)
 
 
-__all__ = ["AgentFailed", "interpolate", "InspectMagics", "PromptMagics", "DeepAgentMagics", "TuningMagics",
+__all__ = ["AgentFailed", "interpolate", "InspectMagics", "PromptMagics", "DeepAgentMagics", "TuningMagics", "MemoryMagics", "CheckpointMagics",
            "MAGICS", "register", "unregister"]

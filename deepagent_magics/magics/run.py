@@ -16,12 +16,14 @@ from IPython.display import Markdown, display
 from traitlets import Bool, Enum, Float, Int, Unicode
 
 from ..core.agent import DeepAgent
+from ..core.compaction import DEFAULT_COMPACT_AT
 from ..core.lm import NoLMError, lm_label, make_lm, resolve_lm
 from ..core.profiles import UnknownProfile, available_profiles
 from ..core.run import Run
 from ..display import show_run
 from ..tuning import programs
 from . import gateway_settings
+from . import followup
 from .arguments import AgentFailed, check_positive, check_subagent_settings, interpolate
 
 
@@ -54,6 +56,12 @@ class DeepAgentMagics(Magics):
     gateway_token = Unicode(None, allow_none=True, help="The gateway's auth token (default: JUPYTER_GATEWAY_AUTH_TOKEN).").tag(config=True)
     SETTINGS += ("gateway_url", "gateway_token")
 
+    # Follow-up cells (followup.py): continue the last conversation by default; the user's cells shown.
+    continue_default = Bool(False, help="A plain cell continues the last conversation (--new starts one).").tag(config=True)
+    cells = Int(5, help="How many of the user's recent input cells the agent sees (0: none).").tag(config=True)
+    compact_at = Float(DEFAULT_COMPACT_AT, help="Compact the REPL history in the prompt past this: tokens, or a fraction (<= 1) of the context window; 0: never.").tag(config=True)
+    SETTINGS += ("continue_default", "cells", "compact_at")
+
     def __init__(self, shell=None, **kwargs: Any):
         super().__init__(shell=shell, **kwargs)
         self.runs: list[Run] = []
@@ -80,6 +88,11 @@ class DeepAgentMagics(Magics):
     @argument("--subagent-max-iters", dest="subagent_max_iters", type=int, help="most code steps per sub-agent")
     @argument("--subagent-timeout", dest="subagent_timeout", type=float, help="seconds a sub-agent may run")
     @argument("--max-parallel", dest="max_parallel", type=int, help="most sub-agents running at once")
+    @argument("-c", "--continue", dest="continue_run", nargs="?", const=followup.LAST, metavar="RUN",
+              help="continue the last conversation, or RUN's")
+    @argument("--new", action="store_true", help="start a new conversation (when continuing is the default)")
+    @argument("--cells", type=int, help="how many of your recent cells the agent sees (0: none)")
+    @argument("--compact-at", dest="compact_at", type=followup.compact_at, help="tokens, or a fraction of the context window; off: never")
     @cell_magic
     def deepagent(self, line: str, cell: str) -> None:
         """Hand the cell's text to a deep agent whose REPL is this notebook."""
@@ -92,13 +105,15 @@ class DeepAgentMagics(Magics):
             raise UsageError(f"--out {args.out!r} is not a valid variable name")
         agent = self.build_agent(args)
         quiet = args.quiet or self.quiet
+        thread = followup.choose_thread(self, args, str(agent.workspace))
+        cells = followup.recent_cells(self.shell, self.cells if args.cells is None else args.cells, cell)
 
         run = Run(task, profile=agent.profile)
         self.runs.append(run)
         namespace["_deepagent_run"] = run
         view = show_run(run, shell=self.shell, quiet=quiet, mode=args.display_mode or self.display_mode)
         try:
-            agent.run(task, namespace, run=run, shell=self.shell)
+            agent.run(task, namespace, cells, run=run, shell=self.shell, thread=thread)
         except KeyboardInterrupt:
             print(f"deepagent: interrupted after {len(run.steps)} steps; the run is kept in _deepagent_run")
             raise
@@ -123,6 +138,8 @@ class DeepAgentMagics(Magics):
         check_positive("--max-iters", settings["max_iters"])
         check_positive("--max-llm-calls", settings["max_llm_calls"])
         check_positive("--timeout", settings["timeout"])
+        if settings["cells"] < 0:
+            raise UsageError(f"--cells must be 0 or more, not {settings['cells']}")
         check_subagent_settings(settings)
         namespace = self.shell.user_ns
         try:
@@ -143,7 +160,9 @@ class DeepAgentMagics(Magics):
                 max_parallel=settings["max_parallel"],
                 pool=self._subagent_pool(settings),
             )
-            return programs.apply(agent)  # the profile's tuned program, if one is active
+            agent = programs.apply(agent)  # the profile's tuned program, if one is active
+            agent.compact_at = settings["compact_at"]
+            return agent
         except (NoLMError, UnknownProfile, ValueError, TypeError) as exc:
             raise UsageError(str(exc).strip().splitlines()[0]) from None
 
@@ -167,6 +186,9 @@ class DeepAgentMagics(Magics):
     @argument("--kernel-name", dest="kernel_name", help="kernel spec for sub-agents")
     @argument("--gateway-url", dest="gateway_url", help="Jupyter gateway to start sub-agent kernels on ('off': this machine)")
     @argument("--gateway-token", dest="gateway_token", help="the gateway's auth token")
+    @argument("--continue", dest="continue_default", choices=["on", "off"], help="plain cells continue the conversation")
+    @argument("--cells", type=int, help="how many recent cells the agent sees")
+    @argument("--compact-at", dest="compact_at", type=followup.compact_at, help="tokens or a fraction of the window; off")
     @argument("--reset", action="store_true", help="restore every default")
     @line_magic
     def deepagent_config(self, line: str) -> None:
@@ -176,8 +198,11 @@ class DeepAgentMagics(Magics):
             for name in self.SETTINGS:
                 setattr(self, name, self.traits()[name].default())
         updates = {name: getattr(args, name) for name in self.SETTINGS if getattr(args, name, None) is not None}
-        if "quiet" in updates:
-            updates["quiet"] = updates["quiet"] == "on"
+        for name in ("quiet", "continue_default"):
+            if name in updates:
+                updates[name] = updates[name] == "on"
+        if updates.get("cells", 0) < 0:
+            raise UsageError(f"--cells must be 0 or more, not {updates['cells']}")
         for name in ("max_iters", "max_llm_calls", "timeout"):
             check_positive(f"--{name.replace('_', '-')}", updates.get(name))
         check_subagent_settings(updates)

@@ -1,0 +1,120 @@
+"""``%deepagent_checkpoint [NAME]`` and ``%deepagent_resume [NAME]``: the workshop across kernel restarts.
+
+The checkpoint (records/checkpoint.py) holds the variables this kernel's agent runs
+created, the code that made the ones that cannot be serialised, the conversation
+threads and the todo lists. After a restart, ``%deepagent_resume`` restores them and
+``--continue`` continues the checkpoint's last conversation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from ..core import threads
+from ..records.checkpoint import CheckpointError, restore, save
+from .base import AgentMagicsBase
+
+DEFAULT_NAME = "default"
+
+
+def _size(count: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if count < 1024 or unit == "GB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1024
+    return f"{count} B"
+
+
+@magics_class
+class CheckpointMagics(AgentMagicsBase):
+    """Save the workshop into the workspace; restore it after a kernel restart."""
+
+    def _workshop(self) -> tuple[list[str], list[dict[str, Any]], list[dict[str, Any]], dict[str, Any], str | None]:
+        """(names, replay code, threads, todos, last thread) of this kernel's runs and the checkpoint resumed."""
+        core = self._core()
+        resumed = getattr(core, "resumed", None) or {}  # what %deepagent_resume brought back, saved again
+        names = list(resumed.get("names", []))
+        replay = list(resumed.get("replay", []))
+        thread_ids = list(resumed.get("threads", []))
+        todos: dict[str, Any] = dict(resumed.get("todos", {}))
+        last = resumed.get("thread")
+        for run in core.runs:
+            if run.depth != 0:
+                continue
+            names += [entry.split(" (")[0] for entry in run.config.get("names_created") or []]
+            replay.append({"run": run.id, "code": [step.code for step in run.steps if step.code]})
+            if run.config.get("thread"):
+                thread_ids.append(run.config["thread"])
+                last = run.config["thread"]
+            if run.todos:
+                todos[run.id] = [dict(item) for item in run.todos]
+        saved_threads = []
+        for thread_id in dict.fromkeys(thread_ids):
+            try:
+                saved_threads.append(asdict(threads.find(thread_id, core.workspace)))
+            except threads.UnknownThread:
+                continue
+        return names, replay, saved_threads, todos, last
+
+    @magic_arguments()
+    @argument("name", nargs="?", default=DEFAULT_NAME, help="the checkpoint's name (default: default)")
+    @argument("--workspace", help="the workspace to save into (default: the configured one)")
+    @line_magic
+    def deepagent_checkpoint(self, line: str) -> None:
+        """Save the variables the agent's runs created, the threads and the todos into the workspace."""
+        args = parse_argstring(self.deepagent_checkpoint, line)
+        names, replay, saved_threads, todos, last = self._workshop()
+        if not names and not saved_threads:
+            raise UsageError("nothing to checkpoint yet: run a %%deepagent cell first")
+        root = args.workspace or self._core().workspace
+        try:
+            report = save(root, args.name, self.shell.user_ns, names, replay, saved_threads,
+                          {"runs": todos, "last_thread": last})
+        except CheckpointError as exc:
+            raise UsageError(str(exc)) from None
+        except OSError as exc:
+            raise UsageError(f"could not write the checkpoint: {exc.strerror or exc}") from None
+        hows = [how for how in report.saved.values()]
+        parts = ", ".join(f"{hows.count(how)} {label}" for how, label in
+                          (("pickle", "pickled"), ("parquet", "as Parquet"), ("replay", "to replay from their code"))
+                          if hows.count(how))
+        print(f"Checkpoint {args.name!r}: {len(report.saved)} variable(s) ({parts or 'none'}), "
+              f"{len(saved_threads)} thread(s), {_size(report.bytes)} in {report.seconds:.2f} s -> {report.path}")
+        for name, why in report.skipped.items():
+            print(f"  not saved: {name} ({why})")
+
+    @magic_arguments()
+    @argument("name", nargs="?", default=DEFAULT_NAME, help="the checkpoint to restore (default: default)")
+    @argument("--workspace", help="the workspace to read it from (default: the configured one)")
+    @line_magic
+    def deepagent_resume(self, line: str) -> None:
+        """Restore a checkpoint: its variables (loaded or replayed), threads and todos."""
+        args = parse_argstring(self.deepagent_resume, line)
+        core = self._core()
+        root = args.workspace or core.workspace
+        try:
+            report, manifest = restore(root, args.name, self.shell.user_ns)
+        except CheckpointError as exc:
+            raise UsageError(str(exc)) from None
+        thread_ids = []
+        for data in manifest.get("threads") or []:
+            try:
+                thread = threads.Thread(str(data["id"]), [threads.Turn(**turn) for turn in data.get("turns") or []])
+            except (KeyError, TypeError):
+                continue
+            threads.remember(thread)
+            thread_ids.append(thread.id)
+        todos = manifest.get("todos") or {}
+        core.resumed = {"names": [entry.get("name") for entry in manifest["variables"] if entry.get("name")],
+                        "replay": list(manifest.get("replay") or []), "threads": thread_ids,
+                        "todos": dict(todos.get("runs") or {}), "thread": todos.get("last_thread")}
+        print(f"Resumed {args.name!r}: {len(report.restored)} variable(s) restored"
+              f"{' (' + ', '.join(report.restored) + ')' if report.restored else ''}, {len(thread_ids)} thread(s); "
+              f"%%deepagent --continue picks up the last conversation")
+        for name, why in report.skipped.items():
+            print(f"  not restored: {name}: {why}")

@@ -1,0 +1,118 @@
+"""Follow-up cells and long runs: which conversation a ``%%deepagent`` cell continues, and the user's recent cells.
+
+``--continue [RUN]`` / ``-c`` continues the last conversation (or RUN's), ``--new`` starts
+one, and ``%deepagent_config --continue on`` makes continuing the default. The threads
+themselves live in `core.threads` (and in the run records, `records.threads`, after a
+kernel restart). The agent also sees the user's last ``--cells N`` input cells from
+IPython's history, bounded and scrubbed of secrets, so it knows how their variables
+were made.
+"""
+
+from __future__ import annotations
+
+from argparse import ArgumentTypeError
+from typing import Any
+
+from IPython.core.error import UsageError
+
+from ..core import threads
+from ..records.checkpoint import scrub_assignments
+from ..records.redaction import Redactor, secret_values
+from ..records.threads import latest_thread
+
+CELL_CHARS = 800
+CELLS_BUDGET = 2500
+LAST = "last"
+
+
+def compact_at(value: str) -> float:
+    """``--compact-at``: ``off`` (0), a fraction of the context window (0 < x <= 1), or tokens (> 1)."""
+    text = str(value).strip().lower()
+    if text in ("off", "none", "0"):
+        return 0.0
+    try:
+        number = float(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise ArgumentTypeError(f"{value!r} is not tokens, a fraction of the context window, or off") from None
+    if not number > 0 or number != number or number == float("inf"):
+        raise ArgumentTypeError(f"{value!r} must be more than 0 (or off)")
+    return number
+
+
+def choose_thread(magics: Any, args: Any, workspace: str) -> Any:
+    """What ``DeepAgent.run(thread=...)`` gets for this cell: "new", or a thread; a bad flag is a UsageError."""
+    asked = getattr(args, "continue_run", None)
+    if asked is not None and getattr(args, "new", False):
+        raise UsageError("--continue and --new contradict each other: use one")
+    if getattr(args, "new", False):
+        return "new"
+    if asked is None:
+        if not magics.continue_default:
+            return "new"
+        return _last_thread(magics, workspace) or "new"  # continuing by default: the first cell starts one
+    if asked == LAST:
+        found = _last_thread(magics, workspace)
+        if found is None:
+            raise UsageError("--continue: there is no earlier run to continue; run a %%deepagent cell first "
+                             "(or drop --continue)")
+        return found
+    try:
+        return threads.find(asked, workspace)
+    except threads.UnknownThread as exc:
+        raise UsageError(f"--continue {asked}: {exc}") from None
+
+
+def _last_thread(magics: Any, workspace: str) -> Any:
+    for run in reversed(magics.runs):
+        if run.depth == 0 and run.config.get("thread"):
+            try:
+                return threads.find(run.config["thread"], workspace)
+            except threads.UnknownThread:
+                continue
+    resumed = (getattr(magics, "resumed", None) or {}).get("thread")  # %deepagent_resume: its last conversation
+    if resumed:
+        try:
+            return threads.find(resumed, workspace)
+        except threads.UnknownThread:
+            pass
+    thread_id = latest_thread(workspace)  # after a kernel restart: the newest recorded run's thread
+    if thread_id is None:
+        return None
+    try:
+        return threads.find(thread_id, workspace)
+    except threads.UnknownThread:
+        return None
+
+
+def recent_cells(shell: Any, count: int, current: str = "") -> str:
+    """The user's last ``count`` input cells (not agent cells), bounded and scrubbed; '' when none."""
+    if count <= 0 or shell is None or getattr(shell, "history_manager", None) is None:
+        return ""
+    history = list(shell.history_manager.input_hist_raw)
+    picked: list[tuple[int, str]] = []
+    for number in range(len(history) - 1, 0, -1):
+        source = str(history[number]).strip()
+        if not source or source == current.strip() or _is_agent_cell(source):
+            continue
+        picked.append((number, source))
+        if len(picked) >= count:
+            break
+    if not picked:
+        return ""
+    redact = Redactor(secret_values())
+    lines = ["The user's recent notebook cells (oldest first; how their variables were made):"]
+    for number, source in reversed(picked):
+        source = redact.text(scrub_assignments(source))
+        if len(source) > CELL_CHARS:
+            source = source[: CELL_CHARS - 1] + "…"
+        lines.append(f"[In {number}]\n{source}")
+    text = "\n".join(lines)
+    while len(text) > CELLS_BUDGET and len(lines) > 2:
+        del lines[1]  # the oldest cell goes first
+        text = "\n".join(lines)
+    return text[:CELLS_BUDGET]
+
+
+def _is_agent_cell(source: str) -> bool:
+    head = source.lstrip()
+    return head.startswith("%%deepagent") or head.startswith("%deepagent") or "run_cell_magic('deepagent'" in head

@@ -1,0 +1,76 @@
+"""``%deepagent_memory``: list, search, add and forget the agent's memories (tools/memory.py).
+
+The store is the configured workspace's (or the user-wide one when ``DEEPAGENT_MEMORY=user``).
+A locked or damaged store is one `UsageError` line saying what to do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from ..tools.memory import MemoryStoreError, store_for
+from .base import AgentMagicsBase
+
+LIST_LIMIT = 20
+TEXT_WIDTH = 100
+
+
+def memories_table(memories: list[dict[str, Any]]) -> str:
+    rows = [("id", "when", "run", "tags", "text")]
+    for memory in memories:
+        text = " ".join(memory["text"].split())
+        rows.append((f"#{memory['id']}", memory["when"], str(memory["run"] or "-"), ",".join(memory["tags"]) or "-",
+                     text if len(text) <= TEXT_WIDTH else text[: TEXT_WIDTH - 1] + "…"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1] for row in rows)
+
+
+def _unquote(text: str) -> str:
+    """IPython keeps the quotes of a magic's arguments: take one matching pair off."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+@magics_class
+class MemoryMagics(AgentMagicsBase):
+    """The agent's memories across sessions."""
+
+    @magic_arguments()
+    @argument("query", nargs="*", help="words to search for (none: the newest memories)")
+    @argument("--forget", type=int, metavar="ID", help="delete the memory with this id")
+    @argument("--add", metavar="TEXT", help="add a memory by hand (quote it)")
+    @argument("--tags", help="comma-separated tags for --add")
+    @argument("-n", "--limit", type=int, default=LIST_LIMIT, help="most memories to list")
+    @argument("--workspace", help="the workspace whose memories to use (default: the configured one)")
+    @line_magic
+    def deepagent_memory(self, line: str) -> None:
+        """List or search the agent's memories; add or forget one."""
+        args = parse_argstring(self.deepagent_memory, line)
+        if args.limit < 1:
+            raise UsageError(f"--limit must be at least 1, not {args.limit}")
+        store = store_for(args.workspace or self._core().workspace)
+        try:
+            if args.forget is not None:
+                if not store.forget(args.forget):
+                    raise UsageError(f"there is no memory #{args.forget} in {store.path}; "
+                                     "%deepagent_memory lists them")
+                print(f"Forgot memory #{args.forget}.")
+                return
+            if args.add is not None:
+                text = _unquote(args.add.strip())
+                memory_id = store.add(text, _unquote(args.tags) if args.tags else None)
+                print(f"Remembered (memory #{memory_id}) in {store.path}.")
+                return
+            query = " ".join(args.query)
+            found = store.search(query, args.limit)
+        except MemoryStoreError as exc:
+            raise UsageError(str(exc)) from None
+        if not found:
+            print(f"No memories match {query!r}." if query else f"No memories yet in {store.path}.")
+            return
+        print(memories_table(found))

@@ -1,0 +1,40 @@
+"""Conversation threads rebuilt from run records, so ``--continue`` survives a kernel restart.
+
+Each root run's record keeps ``config["thread"]`` (its thread's id) and
+``config["names_created"]``; `load_thread` gathers the records of one thread,
+oldest first, into a `core.threads.Thread`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.threads import Thread, Turn
+from .store import list_records
+
+
+def load_thread(key: str, root: Any) -> Thread | None:
+    """The thread whose id is ``key`` or which holds run ``key``, from the records in ``root``."""
+    if root is None:
+        return None
+    records = [record for record in list_records([root]) if record.get("depth", 0) == 0]
+    thread_id = None
+    for record in records:
+        if record.get("id") == key or (record.get("config") or {}).get("thread") == key:
+            thread_id = (record.get("config") or {}).get("thread") or record.get("id")
+            break
+    if thread_id is None:
+        return None
+    turns = [record for record in records
+             if ((record.get("config") or {}).get("thread") or record.get("id")) == thread_id]
+    turns.sort(key=lambda record: record.get("started_at") or 0)
+    return Thread(thread_id, [Turn.from_run(record) for record in turns])
+
+
+def latest_thread(root: Any) -> str | None:
+    """The thread of the newest root run recorded in ``root`` (None when there is none)."""
+    records = [record for record in list_records([root]) if record.get("depth", 0) == 0]
+    if not records:
+        return None
+    newest = max(records, key=lambda record: record.get("started_at") or 0)
+    return (newest.get("config") or {}).get("thread") or newest.get("id")
