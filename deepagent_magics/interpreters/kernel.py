@@ -174,7 +174,9 @@ class KernelInterpreter(ToolBridge, StepInterpreter):
         return _step_execute(self, code, variables)
 
     def _execute(self, code: str, variables: dict[str, Any] | None) -> Any:
-        if self.kernel is None or self._shut_down:
+        if self._shut_down:
+            raise CodeInterpreterError("this interpreter was shut down")
+        if self.kernel is None:
             self.start()
         assert self.kernel is not None
         variables = dict(variables or {})
