@@ -8,8 +8,8 @@ with the value as JSON (`wire`), or with the error.
 
 When the sub-agent is stopped while its thread is inside a host tool, the tool is told
 (the session's ``cancelled`` event, which long tool loops check) and, unless it is one
-that ends on its own (an LM call, a delegation), a `SubAgentCancelled` exception is raised
-in its thread until it has left the tool: a tool spinning in Python ends, and one
+that ends on its own (an LM call, a delegation) or it returns within `CANCEL_EVERY`, a
+`SubAgentCancelled` exception is raised in its thread until it has left the tool: a tool spinning in Python ends, and one
 sleeping in C ends as soon as it wakes. The parent does not wait for either (see
 ``tools/delegation/child.py``).
 """
@@ -114,6 +114,7 @@ class ToolBridge:
     def _raise_in_tool(self, call: tuple[threading.Thread, str]) -> None:
         thread = call[0]
         deadline = time.monotonic() + CANCEL_FOR
+        time.sleep(CANCEL_EVERY)  # a tool that watches `cancelled` ends by itself first
         while self._tool_call is call and thread.is_alive() and time.monotonic() < deadline:
             ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(SubAgentCancelled))
             time.sleep(CANCEL_EVERY)

@@ -101,7 +101,7 @@ def _stop_all(run: Run, running: list[Child], pending: deque[Child]) -> None:
     """Kill every running child's kernel (and its descendants'), keep their trajectories."""
     for child in running:
         child.stop(None, hard=True)
-    deadline = time.monotonic() + STOP_GRACE * 2
+    deadline = time.monotonic() + STOP_GRACE
     for child in running:
         child.done.wait(max(0.0, deadline - time.monotonic()))
         if not child.done.is_set():
