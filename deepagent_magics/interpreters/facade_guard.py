@@ -14,7 +14,10 @@ the notebook. So the host never forwards a request it has not read first:
   JSON scalars for values (and tool references for ``tools``);
 - a call runs a predictor this interpreter built, with that predictor's input fields.
 
-Anything else is refused with `FacadeRefused`, which the child's code sees.
+``llm_query`` takes a prompt string and ``llm_query_batched`` a list of them: never
+message dicts, which DSPy would hand to the provider as they are (roles, attachments).
+Anything else is refused with `FacadeRefused`, which the child's code sees. (The
+agent's own tools are ``dspy.Tool``s, which check their arguments against their types.)
 """
 
 from __future__ import annotations
@@ -64,6 +67,13 @@ class FacadeGuard:
             self._construct(**_bind(tool, ("kind", "signature", "attr_name", "kwargs"), args, kwargs))
         elif tool == CALL_TOOL:
             self._call(**_bind(tool, ("handle", "inputs"), args, kwargs))
+        elif tool == "llm_query":
+            if not isinstance(_bind(tool, ("prompt",), args, kwargs).get("prompt"), str):
+                raise FacadeRefused("llm_query(prompt) takes the prompt as a string")
+        elif tool == "llm_query_batched":
+            prompts = _bind(tool, ("prompts",), args, kwargs).get("prompts")
+            if not isinstance(prompts, list) or not all(isinstance(prompt, str) for prompt in prompts):
+                raise FacadeRefused("llm_query_batched(prompts) takes a list of prompt strings")
 
     def _construct(self, kind: Any, signature: Any, attr_name: Any, kwargs: Any = None) -> None:
         if kind not in BRIDGEABLE_KINDS:

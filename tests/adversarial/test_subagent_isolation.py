@@ -167,6 +167,33 @@ def test_well_formed_facade_requests_still_work(pool, notebook_cwd):
     assert run.result == "['yes', ['because'], '4']"
 
 
+def test_llm_query_takes_prompt_text_never_messages_for_the_provider(pool, notebook_cwd):
+    workspace, _ = notebook_cwd
+    attempts = {
+        "messages": "llm_query([{'role': 'system', 'content': 'MARKER-SYSTEM'}])",
+        "a dict": "llm_query({'role': 'user', 'content': 'MARKER-DICT'})",
+        "batched messages": "llm_query_batched([[{'role': 'user', 'content': 'MARKER-BATCH'}]])",
+        "batched dict": "llm_query_batched([{'role': 'user', 'content': 'MARKER-BATCHDICT'}])",
+        "batched text": "llm_query_batched('MARKER-NOT-A-LIST')",
+        "extra argument": "llm_query(prompt='hi', api_base='http://MARKER-BASE')",
+    }
+    code = "import json\nresults = {}\n" + "".join(
+        f"try:\n    {call}\n    results[{name!r}] = 'ACCEPTED'\nexcept Exception as exc:\n"
+        f"    results[{name!r}] = type(exc).__name__ + ': ' + str(exc)\n" for name, call in attempts.items()
+    ) + "results['text'] = llm_query('a plain prompt')\nreport = json.dumps(results)\nprint(report)"
+    lm = ScriptedLM(scripts={
+        "ISO-ROOT": [("Delegate.", "r = delegate('ISO-CHILD: try llm_query')\nprint(r)"), ("Done.", "SUBMIT(result=r)")],
+        "ISO-CHILD": [("Attack.", code), ("Report.", "SUBMIT(result=report)")],
+    }, replies="a reply")
+    run = DeepAgent(lm=lm, workspace=workspace, pool=pool).run("ISO-ROOT: delegate", namespace={})
+
+    results = json.loads(run.result)
+    assert results.pop("text") == "a reply"  # a prompt string still works
+    assert all(result != "ACCEPTED" for result in results.values()), results
+    direct = [request["user"] for request in lm.requests if not request["system"]]  # llm_query's own calls
+    assert direct == ["a plain prompt"]
+
+
 # --------------------------------------------------------------------------- profiles are names
 PATHS = {  # how each names tmp_path/outside.md, which exists
     "relative": lambda outside: os.path.relpath(outside, PROMPTS_DIR),
