@@ -27,7 +27,14 @@ import re
 from typing import Any
 
 from dspy.primitives.code_interpreter import CodeInterpreterError
-from dspy.primitives.facade import BRIDGEABLE_KINDS, CALL_TOOL, CONSTRUCT_TOOL, SIGNATURE_MARKER, TOOL_MARKER
+from dspy.primitives.facade import (
+    BRIDGEABLE_KINDS,
+    CALL_TOOL,
+    CONSTRUCT_TOOL,
+    SIGNATURE_MARKER,
+    TOOL_MARKER,
+    is_reserved_sandbox_name,
+)
 
 TYPE_NAMES = frozenset({"str", "int", "float", "bool", "list", "dict", "tuple", "Optional", "Union", "Literal",
                         "Any", "None", "List", "Dict", "Tuple"})
@@ -67,6 +74,8 @@ class FacadeGuard:
             self._construct(**_bind(tool, ("kind", "signature", "attr_name", "kwargs"), args, kwargs))
         elif tool == CALL_TOOL:
             self._call(**_bind(tool, ("handle", "inputs"), args, kwargs))
+        elif is_reserved_sandbox_name(tool):  # a facade tool this guard does not know: fail closed
+            raise FacadeRefused(f"{tool} is not allowed from a sub-agent's kernel")
         elif tool == "llm_query":
             if not isinstance(_bind(tool, ("prompt",), args, kwargs).get("prompt"), str):
                 raise FacadeRefused("llm_query(prompt) takes the prompt as a string")

@@ -152,6 +152,13 @@ def test_no_variant_of_the_facade_request_runs_a_module_the_child_chose(pool, no
         assert results[name] != "ACCEPTED", name
 
 
+def test_a_facade_tool_the_guard_does_not_know_is_refused():
+    from deepagent_magics.interpreters.facade_guard import FacadeGuard, FacadeRefused
+
+    with pytest.raises(FacadeRefused):
+        FacadeGuard().check("__dspy_new_tool__", [], {"signature": "q: evil_new -> a"})
+
+
 def test_well_formed_facade_requests_still_work(pool, notebook_cwd):
     workspace, _ = notebook_cwd
     code = textwrap.dedent("""

@@ -2,9 +2,11 @@
 
 By default a kernel runs the host's own Python (``sys.executable -m
 ipykernel_launcher``), so it has the same packages; ``kernel_name`` picks an
-installed kernel spec instead. Each kernel is its own process group, talks over
-unix sockets in a private directory, and gets the kernel-side runtime
-(`kernel_side`) and DSPy's sandbox shim installed before anyone takes it.
+installed kernel spec instead. Each kernel is its own process group and the
+subreaper of whatever its code starts, talks over unix sockets in a private
+directory, and gets the kernel-side runtime (`kernel_side`, with `wire` and
+`processes`, shipped as source) and DSPy's sandbox shim installed before anyone
+takes it. Killing a kernel ends everything below it (`lifecycle.kill_kernel`).
 """
 
 from __future__ import annotations
@@ -218,7 +220,7 @@ class Kernel:
             log.debug("interrupting kernel %s failed", self.pid, exc_info=True)
 
     def kill(self) -> None:
-        """Kill the kernel's process group now; safe from any thread."""
+        """Kill the kernel, every process below it and its process group now; safe from any thread."""
         with self._lock:
             first, self.killed = not self.killed, True
         if first:
