@@ -154,9 +154,11 @@ class KernelInterpreter(ToolBridge, StepInterpreter):
     def stop(self, message: str | None = None, *, hard: bool = False) -> None:
         """Stop this interpreter from another thread: the running code ends with ``message``
         as a CodeInterpreterError (None: with KeyboardInterrupt). The kernel is interrupted,
-        or with ``hard`` killed."""
+        or with ``hard`` killed and the host tool running for it cancelled (`kernel_bridge`)."""
         self.stop_message = message
         self.stopped = True
+        if self.cancelled is not None:
+            self.cancelled.set()  # host tools watching it stop early
         kernel = self.kernel
         if kernel is not None:
             kernel.kill() if hard else kernel.interrupt()

@@ -21,6 +21,7 @@ import textwrap
 import threading
 import time
 
+import psutil
 import pytest
 
 from deepagent_magics import DeepAgent
@@ -195,8 +196,8 @@ pool = KernelPool(size=2).warm()
 assert pool.wait_ready(timeout=120)
 lm = ScriptedLM(scripts={
     "STOP-ROOT": [("Fan out.", "rs = delegate_batched(['STOP-A: look up a', 'STOP-B: look up b'])")],
-    "STOP-A": [("Look up.", "slow_lookup('a')")],
-    "STOP-B": [("Look up.", "slow_lookup('b')")],
+    "STOP-A": [("Look up.", "import os\\nopen(f'kernel-{os.getpid()}.pid', 'w').close()\\nslow_lookup('a')")],
+    "STOP-B": [("Look up.", "import os\\nopen(f'kernel-{os.getpid()}.pid', 'w').close()\\nslow_lookup('b')")],
 })
 agent = DeepAgent(lm=lm, workspace=sys.argv[1], pool=pool, tools=[slow_lookup], timeout=600)
 run = Run("STOP-ROOT: fan out and wait")
@@ -211,7 +212,15 @@ os._exit(0)
 """
 
 
-def test_the_stop_button_during_delegate_batched_takes_effect_within_a_second(tmp_path):
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@pytest.mark.parametrize("presses", [1, 3], ids=["pressed once", "pressed three times"])
+def test_the_stop_button_during_delegate_batched_takes_effect_within_a_second(tmp_path, presses):
     script = tmp_path / "host.py"
     script.write_text(textwrap.dedent(STOP_HOST))
     workspace = tmp_path / "ws"
@@ -224,8 +233,11 @@ def test_the_stop_button_during_delegate_batched_takes_effect_within_a_second(tm
             assert host.poll() is None, host.stderr.read()
             time.sleep(0.05)
         assert len(list(workspace.glob("in-tool-*"))) == 2  # both children are inside the 30 s tool
+        kernels = [int(p.name.split("-")[1].split(".")[0]) for p in workspace.glob("kernel-*.pid")]
         sent = time.monotonic()
-        host.send_signal(signal.SIGINT)
+        for press in range(presses):  # impatient users press it again while the first one is handled
+            host.send_signal(signal.SIGINT)
+            time.sleep(0.03)
         line = host.stdout.readline()
         took = time.monotonic() - sent
         host.wait(timeout=30)
@@ -236,3 +248,4 @@ def test_the_stop_button_during_delegate_batched_takes_effect_within_a_second(tm
     assert report == {"outcome": "KeyboardInterrupt", "status": "interrupted",
                       "children": ["interrupted", "interrupted"]}
     assert took < 1.6, f"the stop button took {took:.1f} s"
+    assert len(kernels) == 2 and all(gone(pid) for pid in kernels)
