@@ -4,19 +4,21 @@ Variables sent to a kernel, tool arguments and results, and SUBMIT values all cr
 the process boundary as JSON. `to_wire` turns a value into plain JSON data the way
 DSPy's own interpreters do (``dspy.PythonInterpreter``): pydantic models by
 ``model_dump(mode="json")``, dataclasses as dicts, namedtuples as dicts, tuples as
-lists, sets as sorted lists, dates and times in ISO format, enums by value, UUIDs,
-decimals and paths as strings. Anything else, and a float that is not finite (JSON
-has no NaN), raises `NotCarried`: a value is never silently turned into its
-``str``.
+lists (deques too), sets as sorted lists, dates and times in ISO format, durations in
+seconds, enums by value, UUIDs, decimals, paths and IP addresses as strings, UTF-8
+bytes as text. Anything else, and a float that is not finite (JSON has no NaN),
+raises `NotCarried`: a value is never silently turned into its ``str``.
 
 Standard library only: the kernel side runs this file too (the kernel may be any
 Python kernel, without this package installed).
 """
 
+import collections
 import dataclasses
 import datetime
 import decimal
 import enum
+import ipaddress
 import json
 import math
 import pathlib
@@ -54,7 +56,7 @@ def _convert(value, what, depth):
         return {_key(key, what): _convert(item, what, depth + 1) for key, item in value.items()}
     if isinstance(value, tuple) and hasattr(value, "_asdict") and hasattr(value, "_fields"):
         return _convert(dict(value._asdict()), what, depth + 1)
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, collections.deque)):
         return [_convert(item, what, depth + 1) for item in value]
     if isinstance(value, (set, frozenset)):
         items = [_convert(item, what, depth + 1) for item in value]
@@ -76,8 +78,13 @@ def _convert(value, what, depth):
         return value.isoformat()
     if isinstance(value, datetime.timedelta):
         return value.total_seconds()
-    if isinstance(value, (uuid.UUID, pathlib.PurePath)):
+    if isinstance(value, (uuid.UUID, pathlib.PurePath, ipaddress.IPv4Address, ipaddress.IPv6Address)):
         return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            raise NotCarried(f"{what} contains bytes that are not UTF-8 text, which JSON cannot carry") from None
     if isinstance(value, decimal.Decimal):
         if not value.is_finite():
             raise NotCarried(f"{what} contains {value!r}, which JSON cannot carry")

@@ -91,11 +91,14 @@ CONVERTED = [  # (value, what the kernel's code sees), as dspy.PythonInterpreter
     (Colour.RED, "red"),
     ({"nested": [{1, 2}, Point(0, 0)]}, {"nested": [[1, 2], {"x": 0, "y": 0}]}),
     ({1: "int key"}, {"1": "int key"}),
+    (b"utf-8 text", "utf-8 text"),
 ]
-REFUSED = [Opaque(), float("nan"), float("inf"), {(1, 2): "tuple key"}, b"bytes", [object()], lambda: 1]
+REFUSED = [Opaque(), float("nan"), float("inf"), {(1, 2): "tuple key"}, b"\xff\xfe", [object()], lambda: 1,
+           complex(1, 2), (n for n in range(3))]
 IDS_CONVERTED = ["set", "frozenset", "tuple", "dataclass", "namedtuple", "pydantic", "datetime", "enum", "nested",
-                 "int key"]
-IDS_REFUSED = ["object", "nan", "inf", "tuple key", "bytes", "object in a list", "function"]
+                 "int key", "bytes"]
+IDS_REFUSED = ["object", "nan", "inf", "tuple key", "binary bytes", "object in a list", "function", "complex",
+               "generator"]
 
 
 # --------------------------------------------------------------------------- item 14: values, both ways
@@ -149,7 +152,7 @@ def test_tool_arguments_from_the_kernel_are_converted_or_refused_in_the_kernel(m
         "T = collections.namedtuple('T', 'a b')\n"
         "kinds = [take({3, 1}), take((1, 2)), take(P(5)), take(T(1, 2)), take(datetime.date(2024, 1, 2))]\n"
         "errors = []\n"
-        "for bad in (object(), float('nan'), b'x'):\n"
+        "for bad in (object(), float('nan'), b'\\xff'):\n"
         "    try:\n        take(bad)\n    except TypeError as exc:\n        errors.append(str(exc))\n"
         "print(kinds, len(errors))"
     )
