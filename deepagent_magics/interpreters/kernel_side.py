@@ -14,7 +14,9 @@ runs the real tool and answers with a JSON reply (``{"value": ...}`` or
 ``{"error": ..., "type": ...}``).
 
 The kernel may be any Python kernel spec, without this package installed, so
-this file uses only the standard library and IPython. The host's `ShellInterpreter`
+this file uses only the standard library, IPython and two standard-library modules
+the host ships beside it (`wire`: values as JSON; `processes`: the kernel's process
+tree). The host's `ShellInterpreter`
 uses the same helpers (SUBMIT, the trailing-expression echo, the agent traceback),
 so a step behaves the same in the notebook and in a sub-agent's kernel.
 """
