@@ -59,14 +59,14 @@ class ToolBridge:
     # ------------------------------------------------------------- answering
     def _answer(self, prompt: str) -> str:
         """Run the tool a kernel stub asked for; the JSON reply it gets back."""
-        if not prompt.startswith(TOOL_PROMPT):
+        if not isinstance(prompt, str) or not prompt.startswith(TOOL_PROMPT):
             return ""  # the agent's code called input(): there is no one to answer
         try:
             request = json.loads(prompt[len(TOOL_PROMPT):])
             name, args, kwargs = request["tool"], request.get("args") or [], request.get("kwargs") or {}
             if not isinstance(name, str) or not isinstance(args, list) or not isinstance(kwargs, dict):
                 raise TypeError("expected a tool name, a list of arguments and a dict of keyword arguments")
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             return _error(f"malformed tool request: {exc}", "RuntimeError")
         self._check_stopped()
         call = self._tool_call = (threading.current_thread(), name)
