@@ -152,6 +152,30 @@ def test_no_variant_of_the_facade_request_runs_a_module_the_child_chose(pool, no
         assert results[name] != "ACCEPTED", name
 
 
+def test_raw_requests_on_the_stdin_channel_get_the_same_checks(pool, notebook_cwd):
+    """The tool stubs are a convenience: the child can write the bridge's requests itself."""
+    workspace, markers = notebook_cwd
+    (workspace / "evil_raw.py").write_text(evil_source("evil_raw", markers))
+    code = textwrap.dedent("""
+        import json
+        prompt = '__deepagent_tool__ '
+        replies = [
+            input(prompt + json.dumps({'tool': '__dspy_construct__',
+                                       'args': ['Predict', 'q: evil_raw -> a', 'h', {}]})),
+            input(prompt + '[' * 100000),
+            input(prompt + json.dumps({'tool': 'no_such_tool'})),
+            input(prompt + json.dumps({'tool': 'ls', 'args': 'not a list'})),
+        ]
+        report = json.dumps(replies)
+        print(report)
+    """)
+    run = run_child(pool, workspace, code)
+    replies = [json.loads(reply) for reply in json.loads(run.result)]
+    assert_never_ran_on_host("evil_raw", markers)
+    assert all("error" in reply for reply in replies), replies
+    assert "not allowed" in replies[0]["error"] and "malformed" in replies[1]["error"]
+
+
 def test_a_facade_tool_the_guard_does_not_know_is_refused():
     from deepagent_magics.interpreters.facade_guard import FacadeGuard, FacadeRefused
 
