@@ -259,9 +259,8 @@ def test_review_runs_an_isolated_reviewer_and_returns_its_verdict(pool, tmp_path
         ],
         "Review a draft answer": [
             ("Read.", "print(task)\nprint(context)\nrows = len(open('data.csv').read().splitlines())"),
-            ("Verdict.", "import json\nSUBMIT(result='Verdict:\\n```json\\n' + json.dumps({'status': 'fail', "
-                         "'issues': [f'Criterion 1: data.csv has {rows} rows, not 3.'], 'suggestions': ['Recount.']})"
-                         " + '\\n```')"),
+            ("Verdict.", "SUBMIT(status='fail', issues=[f'Criterion 1: data.csv has {rows} rows, not 3.'], "
+                         "suggestions=['Recount.'])"),
         ],
     })
     (tmp_path / "data.csv").write_text("a\nb\nc\nd\n")
@@ -279,9 +278,12 @@ def test_review_runs_an_isolated_reviewer_and_returns_its_verdict(pool, tmp_path
 
 @pytest.mark.parametrize("text, status, issues", [
     ('{"status": "pass", "issues": [], "suggestions": []}', "pass", []),
-    ('Here it is:\n```json\n{"status": "LOW", "issues": ["wording"], "suggestions": "tighten"}\n```', "low", ["wording"]),
-    ("My verdict: {'status': 'failed', 'issues': ['wrong total']} -- done", "fail", ["wrong total"]),
-    ({"verdict": "pass", "issues": None}, "pass", []),
+    ('{"status": "low", "issues": ["wording"], "suggestions": ["tighten"]}', "low", ["wording"]),
+    ({"status": "fail", "issues": ["wrong total"]}, "fail", ["wrong total"]),
+    # only exactly one verdict object is read (the reviewer's typed SUBMIT makes one): never prose
+    ('Here it is:\n```json\n{"status": "LOW", "issues": ["wording"], "suggestions": "tighten"}\n```', "fail", None),
+    ("My verdict: {'status': 'failed', 'issues': ['wrong total']} -- done", "fail", None),
+    ({"verdict": "pass", "issues": None}, "fail", None),
     ('{"issues": ["no status given"]}', "fail", None),
     ("looks great to me!", "fail", None),
     ('{"status": "excellent"}', "fail", None),

@@ -136,20 +136,33 @@ lm = ScriptedLM(scripts={
 """
 
 
-def _execute(client, code, timeout=120):
-    """Run code in the kernel; (reply status, ename, stdout)."""
-    msg_id = client.execute(code)
-    stdout = []
-    while True:
-        msg = client.get_iopub_msg(timeout=timeout)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        if msg["msg_type"] == "stream":
-            stdout.append(msg["content"]["text"])
-        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+def _execute(client, code, timeout=120, attempts=5):
+    """Run code in the kernel; (reply status, ename, stdout).
+
+    After a cell ends in an error, ipykernel aborts every execute_request that reaches it before
+    its "stop aborting" marker does (stop_on_error): a request sent the moment the error reply
+    arrives can lose that race (more often while the kernel's other threads are busy, e.g. the
+    pool refilling). Such a request is answered "aborted" without running; it is sent again."""
+    for _ in range(attempts):
+        msg_id = client.execute(code)
+        stdout = []
+        while True:
+            msg = client.get_iopub_msg(timeout=timeout)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "stream":
+                stdout.append(msg["content"]["text"])
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                break
+        while True:
+            reply = client.get_shell_msg(timeout=timeout)
+            if reply["parent_header"].get("msg_id") == msg_id:
+                break
+        content = reply["content"]
+        if content["status"] != "aborted":
             break
-    reply = client.get_shell_msg(timeout=timeout)["content"]
-    return reply["status"], reply.get("ename"), "".join(stdout)
+        time.sleep(0.1)
+    return content["status"], content.get("ename"), "".join(stdout)
 
 
 def test_the_stop_button_during_delegate_batched_stops_every_sub_agent_kernel(tmp_path):

@@ -6,7 +6,9 @@ original function's ``__signature__``; models write ``read_file("a.txt", 10)``.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import threading
 from typing import Any, Callable
 
 
@@ -55,3 +57,26 @@ def _flatten(bound: inspect.BoundArguments, signature: inspect.Signature) -> dic
         else:
             out[name] = value
     return out
+
+
+def run_coroutine(coroutine: Any) -> Any:
+    """Run a coroutine to completion from synchronous code, in this thread or (when a loop
+    already runs here, as on a notebook's main thread) in a helper thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = asyncio.run(coroutine)
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    helper = threading.Thread(target=run, name="deepagent-run-coroutine", daemon=True)
+    helper.start()
+    helper.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
+PROFILE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a profile is a name, never a path
 _SECTION = re.compile(r"<!-- depth: (root|sub|deepest) -->(.*?)(?=<!-- depth: |<!-- end depth -->)", re.S)
 _SECTIONS_BLOCK = re.compile(r"<!-- depth: .*<!-- end depth -->\n?", re.S)
 _overrides: dict[str, str] = {}
@@ -57,14 +58,23 @@ def available_profiles() -> list[str]:
     return sorted(path.stem for path in PROMPTS_DIR.glob("*.md"))
 
 
+def check_name(name: object) -> str:
+    """``name`` if it is a profile name (letters, digits, ``_`` and ``-``); else `UnknownProfile`."""
+    if not isinstance(name, str) or not PROFILE_NAME.fullmatch(name):
+        raise UnknownProfile(f"{name!r} is not a profile name (letters, digits, '_' and '-'); "
+                             f"choose one of: {', '.join(available_profiles())}")
+    return name
+
+
 def packaged_text(name: str) -> str:
-    path = PROMPTS_DIR / f"{name}.md"
+    path = PROMPTS_DIR / f"{check_name(name)}.md"
     if not path.is_file():
         raise UnknownProfile(f"unknown profile {name!r}; choose one of: {', '.join(available_profiles())}")
     return path.read_text(encoding="utf-8")
 
 
 def load_profile(name: str = "default") -> Profile:
+    check_name(name)
     if name in _overrides:
         return Profile(name, _overrides[name])
     return Profile(name, packaged_text(name))

@@ -9,6 +9,7 @@ from whatever thread the agent's code calls it.
 from __future__ import annotations
 
 import contextvars
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -28,6 +29,7 @@ class Session:
     workspace: Workspace
     agent: "DeepAgent | None" = None
     extras: dict[str, Any] = field(default_factory=dict)
+    cancelled: threading.Event = field(default_factory=threading.Event)  # set when the run is stopped
 
     def wrap_tool(self, name: str, tool: Callable[..., Any]) -> Callable[..., Any]:
         """``tool`` as agent code calls it: positional or keyword arguments, run inside this session."""

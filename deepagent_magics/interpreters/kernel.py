@@ -10,13 +10,21 @@ and displays comes back on the iopub channel, and how it ended (ok, SUBMIT,
 error) in the ``execute_reply``. Tool calls go to the host over the stdin channel:
 the kernel's tool stubs call ``input()`` with a JSON request, the host runs the
 tool (through ``session.wrap_tool``, so it acts on the sub-agent's run) and
-answers with the JSON result. Every tool works this way, ``llm_query`` and
-``delegate`` included, and so does DSPy's sandbox ``dspy`` facade.
+answers with the JSON result (`kernel_bridge`). Every tool works this way, ``llm_query``
+and ``delegate`` included, and so does DSPy's sandbox ``dspy`` facade, whose requests
+are checked first (`facade_guard`): a kernel never makes the host import or evaluate
+a name it chose. Values cross as JSON, converted as DSPy converts them (`wire`);
+one that cannot be is an error, never its ``str``.
+
+DSPy's interpreter callbacks fire for ``start``, ``execute``, ``shutdown`` and each
+tool call (``invoke_tool``), as for DSPy's own interpreters.
 """
 
 from __future__ import annotations
 
 import json
+import keyword
+import threading
 import time
 from typing import Any, Callable
 
@@ -27,15 +35,18 @@ from dspy.primitives.code_interpreter import (
     FinalOutput,
 )
 from dspy.primitives.facade import HOST_TOKEN_VAR
+from dspy.utils.callback import with_callbacks
 
 from ..core.agent import DEFAULT_TIMEOUT
 from ..core.calling import accept_positional
 from ..core.run import Run
 from ..core.session import Session
 from .capture import bundle_to_text
-from .kernel_side import RESULT_SOURCE, RUNTIME_NAME, SETUP_FILENAME, TOOL_PROMPT
+from .kernel_bridge import ToolBridge
+from .kernel_side import RESULT_SOURCE, RUNTIME_NAME, SETUP_FILENAME
 from .pool import Kernel, KernelPool, KernelStartError, start_kernel
 from .steps import StepInterpreter
+from .wire import NotCarried, to_wire
 
 POLL_SECONDS = 0.1
 INTERRUPT_GRACE = 3.0  # seconds an interrupted kernel gets before it is killed
@@ -51,7 +62,11 @@ KERNEL_EXECUTION_INSTRUCTIONS = (
 )
 
 
-class KernelInterpreter(StepInterpreter):
+# StepInterpreter.execute without DSPy's callback wrapper, should it have one: this class adds its own.
+_step_execute = getattr(StepInterpreter.execute, "__wrapped__", StepInterpreter.execute)
+
+
+class KernelInterpreter(ToolBridge, StepInterpreter):
     """Execute agent code in a kernel taken from ``pool`` (or started for it).
 
     Args:
@@ -64,6 +79,8 @@ class KernelInterpreter(StepInterpreter):
         wrap_tool: how a tool is called on the host (``Session.wrap_tool``).
         cwd: the directory the kernel works in (the workspace).
         on_start: called with the interpreter once it has its kernel.
+        cancelled: set when this interpreter is stopped (the session's ``cancelled`` event,
+            which host tools may check to stop early).
     """
 
     def __init__(
@@ -78,6 +95,7 @@ class KernelInterpreter(StepInterpreter):
         wrap_tool: Callable[[str, Callable[..., Any]], Callable[..., Any]] | None = None,
         cwd: str | None = None,
         on_start: Callable[["KernelInterpreter"], None] | None = None,
+        cancelled: threading.Event | None = None,
     ):
         self.pool = pool
         self.kernel_name = kernel_name
@@ -90,8 +108,8 @@ class KernelInterpreter(StepInterpreter):
         self.kernel: Kernel | None = None
         self.stop_message: str | None = None
         self.stopped = False
-        self._wrap_tool = wrap_tool or accept_positional
-        self._wrapped: dict[str, tuple[Any, Callable[..., Any]]] = {}
+        self.cancelled = cancelled
+        self._init_bridge(wrap_tool or accept_positional)
         self._sent: dict[str, Any] = {}
         self._bound: tuple[list[str], list[str]] | None = None
         self._poller: zmq.Poller | None = None
@@ -99,10 +117,12 @@ class KernelInterpreter(StepInterpreter):
         self._shut_down = False
 
     # ------------------------------------------------------------- lifecycle
+    @with_callbacks
     def start(self) -> None:
-        if self.kernel is not None or self._shut_down:
-            if self._shut_down:
-                raise CodeInterpreterError("this interpreter was shut down")
+        """Take a kernel (idempotent); after `shutdown`, a CodeInterpreterError."""
+        if self._shut_down:
+            raise CodeInterpreterError("this interpreter was shut down")
+        if self.kernel is not None:
             return
         self._check_stopped()
         try:
@@ -118,6 +138,7 @@ class KernelInterpreter(StepInterpreter):
             self.on_start(self)
         self._check_stopped()
 
+    @with_callbacks
     def shutdown(self) -> None:
         """Kill the kernel (it is used by one sub-agent only)."""
         self._shut_down = True
@@ -133,33 +154,45 @@ class KernelInterpreter(StepInterpreter):
     def stop(self, message: str | None = None, *, hard: bool = False) -> None:
         """Stop this interpreter from another thread: the running code ends with ``message``
         as a CodeInterpreterError (None: with KeyboardInterrupt). The kernel is interrupted,
-        or with ``hard`` killed."""
+        or with ``hard`` killed and the host tool running for it cancelled (`kernel_bridge`)."""
         self.stop_message = message
         self.stopped = True
+        if self.cancelled is not None:
+            self.cancelled.set()  # host tools watching it stop early
         kernel = self.kernel
         if kernel is not None:
             kernel.kill() if hard else kernel.interrupt()
+        if hard:
+            self._cancel_tool_call()
 
     @property
     def pid(self) -> int | None:
         return self.kernel.pid if self.kernel is not None else None
 
     # ------------------------------------------------------------- execution
+    @with_callbacks
+    def execute(self, code: str, variables: dict[str, Any] | None = None) -> Any:
+        """Run ``code`` in the kernel (one step); a step the run has open is closed with its output."""
+        return _step_execute(self, code, variables)
+
     def _execute(self, code: str, variables: dict[str, Any] | None) -> Any:
-        self.start()
+        if self._shut_down:
+            raise CodeInterpreterError("this interpreter was shut down")
+        if self.kernel is None:
+            self.start()
         assert self.kernel is not None
         variables = dict(variables or {})
         setup = HOST_TOKEN_VAR in variables
         if setup and code in self.kernel.preinstalled:
             return None  # the pool ran this set-up (DSPy's shim) when it warmed the kernel
-        request: dict[str, Any] = {"code": code, "variables": self._changed(variables), "setup": setup}
+        request: dict[str, Any] = {"code": code, "variables": self._carried(self._changed(variables)), "setup": setup}
         bindings = (sorted(self.tools), [field["name"] for field in (self.output_fields or [])] or ["result"])
         if bindings != self._bound:  # the tool stubs and SUBMIT, bound again only when they change
             request["tools"], request["outputs"] = self._bound = bindings
         if self._first and self.cwd:
             request["cwd"] = self.cwd
         self._first = False
-        payload = json.dumps(request, default=str)
+        payload = json.dumps(request, allow_nan=False)
         msg_id = self.kernel.client.execute(
             f"{RUNTIME_NAME}.run({payload!r})", silent=True, store_history=False, allow_stdin=True,
             stop_on_error=False,
@@ -176,6 +209,20 @@ class KernelInterpreter(StepInterpreter):
         changed = {name: value for name, value in variables.items() if self._sent.get(name, _MISSING) is not value}
         self._sent.update(changed)
         return changed
+
+    def _carried(self, variables: dict[str, Any]) -> dict[str, Any]:
+        """The variables as JSON data; a CodeInterpreterError for a name or value that cannot be sent."""
+        carried = {}
+        for name, value in variables.items():
+            if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name) or name == "SUBMIT":
+                raise CodeInterpreterError(f"variable names must be Python identifiers; got {name!r}")
+            try:
+                carried[name] = to_wire(value, f"the variable {name!r}")
+            except NotCarried as exc:
+                for sent in variables:  # none of them reached the kernel
+                    self._sent.pop(sent, None)
+                raise CodeInterpreterError(str(exc)) from None
+        return carried
 
     def _collect(self, msg_id: str, setup: bool) -> Any:
         kernel = self.kernel
@@ -277,37 +324,6 @@ class KernelInterpreter(StepInterpreter):
         output = "\n".join(filter(None, [text, echo]))
         return output or None
 
-    # ------------------------------------------------------------- tools
-    def _answer(self, prompt: str) -> str:
-        """Run the tool a kernel stub asked for; the JSON reply it gets back."""
-        if not prompt.startswith(TOOL_PROMPT):
-            return ""  # the agent's code called input(): there is no one to answer
-        try:
-            request = json.loads(prompt[len(TOOL_PROMPT):])
-            name = request["tool"]
-            args, kwargs = list(request.get("args") or []), dict(request.get("kwargs") or {})
-        except (ValueError, KeyError, TypeError) as exc:
-            return json.dumps({"error": f"malformed tool request: {exc}", "type": "RuntimeError"})
-        tool = self.tools.get(name)
-        if tool is None:
-            return json.dumps({"error": f"no tool named {name!r}", "type": "NameError"})
-        try:
-            value = self._wrapped_tool(name, tool)(*args, **kwargs)
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:
-            return json.dumps({"error": str(exc) or type(exc).__name__, "type": type(exc).__name__})
-        try:
-            return json.dumps({"value": value}, default=str)
-        except (TypeError, ValueError):
-            return json.dumps({"value": repr(value)})
-
-    def _wrapped_tool(self, name: str, tool: Callable[..., Any]) -> Callable[..., Any]:
-        cached = self._wrapped.get(name)
-        if cached is None or cached[0] is not tool:
-            cached = self._wrapped[name] = (tool, self._wrap_tool(name, tool))
-        return cached[1]
-
     # ------------------------------------------------------------- faults
     def _check_stopped(self) -> None:
         if not self.stopped:
@@ -347,4 +363,5 @@ class KernelInterpreterFactory:
             wrap_tool=session.wrap_tool if session else None,
             cwd=str(session.workspace.root) if session else None,
             on_start=self.on_start,
+            cancelled=getattr(session, "cancelled", None),
         )

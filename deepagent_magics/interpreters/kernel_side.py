@@ -14,7 +14,9 @@ runs the real tool and answers with a JSON reply (``{"value": ...}`` or
 ``{"error": ..., "type": ...}``).
 
 The kernel may be any Python kernel spec, without this package installed, so
-this file uses only the standard library and IPython. The host's `ShellInterpreter`
+this file uses only the standard library, IPython and two standard-library modules
+the host ships beside it (`wire`: values as JSON; `processes`: the kernel's process
+tree). The host's `ShellInterpreter`
 uses the same helpers (SUBMIT, the trailing-expression echo, the agent traceback),
 so a step behaves the same in the notebook and in a sub-agent's kernel.
 """
@@ -26,6 +28,12 @@ import linecache
 import os
 import threading
 import traceback
+
+try:  # on the host, as part of the package
+    from . import processes, wire
+except ImportError:  # in a kernel, shipped beside this file by the host (see pool/kernel.py)
+    import _deepagent_processes as processes
+    import _deepagent_wire as wire
 
 TOOL_PROMPT = "__deepagent_tool__ "
 RESULT_SOURCE = "deepagent"
@@ -110,7 +118,7 @@ class Runtime:
         return tool
 
     def call(self, name, args, kwargs):
-        request = json.dumps({"tool": name, "args": list(args), "kwargs": kwargs}, default=str)
+        request = wire.dumps({"tool": name, "args": list(args), "kwargs": kwargs}, f"an argument of {name}()")
         with self._tool_lock:
             reply = json.loads(builtins.input(TOOL_PROMPT + request))
         if "error" in reply:
@@ -152,7 +160,7 @@ class Runtime:
                 exec(compile(body, filename, "exec"), self.namespace)
                 value = eval(compile(tail, filename, "eval"), self.namespace) if tail is not None else None
             except Submitted as submitted:
-                return {"status": "submit", "output": json.loads(json.dumps(submitted.output, default=str))}
+                return {"status": "submit", "output": wire.to_wire(submitted.output, "a SUBMIT value")}
         except KeyboardInterrupt:
             return {"status": "interrupted"}
         except BaseException as exc:  # the agent's own error (SystemExit included): reported to the LM
@@ -196,19 +204,25 @@ def format_traceback(exc, library_frames=3):
 
 
 def install(host_pid=None, lifeline_fd=None, kernel_dir=None):
-    """Bind the runtime in the kernel's namespace (called by the host once per kernel)."""
+    """Bind the runtime in the kernel's namespace (called by the host once per kernel).
+
+    The kernel becomes a child subreaper, so what the agent's code starts stays below it
+    even after a ``setsid`` and a double fork, and the host (or the watch thread below)
+    can end all of it."""
     from IPython import get_ipython
 
     namespace = get_ipython().user_ns
     namespace[RUNTIME_NAME] = Runtime(namespace)
+    processes.become_subreaper()
     if host_pid:
         _end_with_host(int(host_pid), lifeline_fd, kernel_dir)
 
 
 def _end_with_host(host_pid, lifeline_fd=None, kernel_dir=None, interval=0.5):
     """When the host dies (even by SIGKILL), remove the kernel's private directory (its connection
-    file and sockets) and kill this kernel's process group: the kernel and what the agent's code
-    started. Only when the kernel leads its own group, as jupyter_client starts it.
+    file and sockets), then kill every process below this kernel (stopped first, so none forks
+    away; `processes.kill_tree`) and this kernel's process group. Only when the kernel leads its
+    own group, as jupyter_client starts it.
 
     ``lifeline_fd`` is the read end of a pipe whose write end only the host holds: it reads EOF
     the moment the host is gone (before ipykernel's own parent poller, which would end the kernel
@@ -240,6 +254,7 @@ def _end_with_host(host_pid, lifeline_fd=None, kernel_dir=None, interval=0.5):
             import shutil
 
             shutil.rmtree(kernel_dir, ignore_errors=True)
+        processes.kill_tree(os.getpid(), include_root=False)
         os.killpg(0, signal.SIGKILL)
 
     threading.Thread(target=watch, name="deepagent-host-watch", daemon=True).start()

@@ -2,14 +2,15 @@
 
 By default a kernel runs the host's own Python (``sys.executable -m
 ipykernel_launcher``), so it has the same packages; ``kernel_name`` picks an
-installed kernel spec instead. Each kernel is its own process group, talks over
-unix sockets in a private directory, and gets the kernel-side runtime
-(`kernel_side`) and DSPy's sandbox shim installed before anyone takes it.
+installed kernel spec instead. Each kernel is its own process group and the
+subreaper of whatever its code starts, talks over unix sockets in a private
+directory, and gets the kernel-side runtime (`kernel_side`, with `wire` and
+`processes`, shipped as source) and DSPy's sandbox shim installed before anyone
+takes it. Killing a kernel ends everything below it (`lifecycle.kill_kernel`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import shutil
@@ -24,6 +25,7 @@ import zmq
 from jupyter_client import AsyncKernelManager, BlockingKernelClient
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 
+from ...core.calling import run_coroutine
 from .. import kernel_side
 from ..kernel_side import RUNTIME_NAME
 from . import lifecycle
@@ -33,14 +35,18 @@ log = logging.getLogger(__name__)
 HOST_KERNEL = "deepagent-host-python"
 STARTUP_TIMEOUT = 60.0
 
+# The kernel-side modules, shipped as source (the kernel may not have this package): each becomes
+# `_deepagent_<name>` in the kernel's sys.modules, in this order; kernel_side comes last and installs.
+SHIPPED = ("wire", "processes", "kernel_side")
 _INSTALL = (
-    "def _deepagent_install(source):\n"
+    "def _deepagent_install(sources):\n"
     "    import sys, types\n"
-    "    module = types.ModuleType('_deepagent_kernel_side')\n"
-    "    exec(compile(source, {filename!r}, 'exec'), module.__dict__)\n"
-    "    sys.modules[module.__name__] = module\n"
+    "    for name, filename, source in sources:\n"
+    "        module = types.ModuleType('_deepagent_' + name)\n"
+    "        exec(compile(source, filename, 'exec'), module.__dict__)\n"
+    "        sys.modules[module.__name__] = module\n"
     "    module.install(host_pid={host_pid}, lifeline_fd={lifeline_fd}, kernel_dir={kernel_dir!r})\n"
-    "_deepagent_install({source!r})\n"
+    "_deepagent_install({sources!r})\n"
     "del _deepagent_install\n"
 )
 
@@ -102,7 +108,7 @@ class Kernel:
         """Launch the kernel, connect a client and install the kernel-side runtime."""
         try:
             with open(self.log_path, "wb") as output:  # the kernel's own logs, not the notebook's
-                _run_async(self.manager.start_kernel(cwd=cwd or os.getcwd(), stdout=output, stderr=output,
+                run_coroutine(self.manager.start_kernel(cwd=cwd or os.getcwd(), stdout=output, stderr=output,
                                                      pass_fds=(lifecycle.lifeline(),)))
         except Exception as exc:
             self.close()
@@ -118,9 +124,8 @@ class Kernel:
             self.client.load_connection_file()
             self.client.start_channels(hb=False)
             self._wait_ready(timeout)
-            self.run_setup(_INSTALL.format(source=_source(), filename=kernel_side.RUNTIME_FILENAME,
-                                           host_pid=os.getpid(), lifeline_fd=lifecycle.lifeline(), kernel_dir=self.dir),
-                           timeout)
+            self.run_setup(_INSTALL.format(sources=_sources(), host_pid=os.getpid(),
+                                           lifeline_fd=lifecycle.lifeline(), kernel_dir=self.dir), timeout)
             self._preinstall_dspy_shim(timeout)
         except Exception as exc:
             detail = self.log_tail()
@@ -210,16 +215,16 @@ class Kernel:
             if getattr(spec, "interrupt_mode", "signal") == "signal" and self.pgid:
                 os.killpg(self.pgid, signal.SIGINT)
             else:  # a kernel that wants an interrupt_request message
-                _run_async(self.manager.interrupt_kernel())
+                run_coroutine(self.manager.interrupt_kernel())
         except Exception:
             log.debug("interrupting kernel %s failed", self.pid, exc_info=True)
 
     def kill(self) -> None:
-        """Kill the kernel's process group now; safe from any thread."""
+        """Kill the kernel, every process below it and its process group now; safe from any thread."""
         with self._lock:
             first, self.killed = not self.killed, True
         if first:
-            lifecycle.killpg(self.pgid, self.pid)
+            lifecycle.kill_kernel(self.pgid, self.pid)
         process = getattr(self.manager.provisioner, "process", None)
         if process is not None:
             try:
@@ -239,7 +244,7 @@ class Kernel:
             if self.manager.provisioner is not None:
                 # The manager's control socket and zmq context: closed now, never left to the
                 # garbage collector (a context collected before its sockets blocks forever).
-                _run_async(self.manager.cleanup_resources())
+                run_coroutine(self.manager.cleanup_resources())
         except Exception:
             log.debug("cleaning up kernel %s failed", self.pid, exc_info=True)
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -256,29 +261,6 @@ class Kernel:
     def __repr__(self) -> str:
         state = "closed" if self.closed else ("killed" if self.killed else ("alive" if self.alive() else "dead"))
         return f"<Kernel {self.kernel_name} pid={self.pid} {state}>"
-
-
-def _run_async(coroutine: Any) -> Any:
-    """Run a coroutine to completion from synchronous code, in this thread or (when a loop
-    already runs here, as on a notebook's main thread) in a helper thread."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    outcome: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            outcome["value"] = asyncio.run(coroutine)
-        except BaseException as exc:
-            outcome["error"] = exc
-
-    helper = threading.Thread(target=run, name="deepagent-kernel-start", daemon=True)
-    helper.start()
-    helper.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("value")
 
 
 _zmq_context: zmq.Context | None = None
@@ -298,12 +280,19 @@ def start_kernel(kernel_name: str | None = None, cwd: str | None = None,
     return Kernel(kernel_name).start(cwd=cwd, timeout=timeout)
 
 
-def _source() -> str:
-    global _SOURCE
-    if _SOURCE is None:
-        with open(kernel_side.__file__, encoding="utf-8") as handle:
-            _SOURCE = handle.read()
-    return _SOURCE
+def _sources() -> list[tuple[str, str, str]]:
+    """(name, filename, source) of each module in `SHIPPED`; kernel_side compiles as RUNTIME_FILENAME
+    (the agent's tracebacks leave its frames out by that name)."""
+    global _SOURCES
+    if _SOURCES is None:
+        folder = os.path.dirname(kernel_side.__file__)
+        sources = []
+        for name in SHIPPED:
+            with open(os.path.join(folder, f"{name}.py"), encoding="utf-8") as handle:
+                filename = kernel_side.RUNTIME_FILENAME if name == "kernel_side" else f"<deepagent {name}>"
+                sources.append((name, filename, handle.read()))
+        _SOURCES = sources
+    return _SOURCES
 
 
-_SOURCE: str | None = None
+_SOURCES: list[tuple[str, str, str]] | None = None

@@ -1,11 +1,12 @@
 """No kernel outlives the process that started it.
 
 - Every started kernel is registered here until it is closed; at exit each live
-  one's process group is killed (`at_exit`), and pools are marked closed.
+  one is killed with every process below it and its process group (`at_exit`,
+  `kill_kernel`), and pools are marked closed.
 - Each kernel gets the read end of a *lifeline* pipe whose write end only this
   process holds: it reads EOF in the kernel the moment this process is gone,
-  however it died (SIGKILL included), and the kernel-side runtime then kills its
-  own process group.
+  however it died (SIGKILL included), and the kernel-side runtime then kills every
+  process below it and its own process group.
 - Each process keeps its kernels' files (connection file, sockets, logs) in one
   host directory, removed at exit; the first one made in a process also removes
   those left by processes that no longer exist.
@@ -21,6 +22,8 @@ import tempfile
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any
+
+from .. import processes
 
 if TYPE_CHECKING:
     from .kernel import Kernel
@@ -64,8 +67,12 @@ def live_kernel_dirs() -> list[str]:
         return [k.dir for k in _live if not k.killed]
 
 
-def killpg(pgid: int | None, pid: int | None) -> None:
-    """SIGKILL a kernel's process group (or the process, when it shares ours)."""
+def kill_kernel(pgid: int | None, pid: int | None) -> None:
+    """SIGKILL a kernel, every process below it (even those that left its group: the kernel is
+    their subreaper; see `processes.kill_tree`), and its process group (or the process, when it
+    shares ours)."""
+    if pid:
+        processes.kill_tree(pid)
     try:
         if pgid and pgid != os.getpgid(0):
             os.killpg(pgid, signal.SIGKILL)
@@ -120,7 +127,7 @@ def at_exit() -> None:
         pool.close_for_exit()
     for kernel in kernels:
         kernel.killed = True
-        killpg(kernel.pgid, kernel.pid)
+        kill_kernel(kernel.pgid, kernel.pid)
     for kernel in kernels:
         process = getattr(kernel.manager.provisioner, "process", None)
         try:

@@ -1,9 +1,11 @@
 """One sub-agent as its parent supervises it: its agent and run, its thread, and how to stop it.
 
 A child runs its RLM loop on a host thread (started in a copy of the caller's
-context, so the DSPy settings carry over). Stopping reaches its kernel: the code
-is interrupted, then the kernel killed; a thread that still does not end (an LM
-call in flight) is abandoned and its run recorded as ended.
+context, so the DSPy settings carry over). Stopping it (its time limit, the stop
+button, its own parent stopping) kills its kernel at once and cancels the host tool
+its thread may be in (see `interpreters.kernel_bridge`); a thread that has still not
+ended `STOP_GRACE` later (a tool sleeping in C, an LM call in flight) is abandoned:
+its run is recorded as ended and the parent carries on without waiting for it.
 """
 
 from __future__ import annotations
@@ -18,8 +20,7 @@ from ...core.run import Run
 from ...interpreters.kernel import KernelInterpreter
 from .tree import Outcome, Spec
 
-STOP_GRACE = 1.0  # after a child's kernel is interrupted, before it is killed
-ABANDON_GRACE = 5.0  # after the kill, before the parent stops waiting for the child's thread
+STOP_GRACE = 0.5  # after a child is stopped, before its parent stops waiting for its thread
 FINISHED = ("finished", "failed", "interrupted")
 
 
@@ -105,19 +106,17 @@ class Child:
             interpreter.stop(self.stop_message, hard=hard)
 
     def enforce_timeout(self, now: float) -> None:
-        """Past its deadline: interrupt the kernel; a moment later kill it; then stop waiting."""
+        """Past its deadline: kill the kernel and cancel its tool now; stop waiting a moment later."""
         if self.timeout is None or self.started_at is None:
             return
         over = now - (self.started_at + self.timeout)
         if over < 0:
             return
         message = f"the sub-agent ran past its time limit of {self.timeout:g} s and was stopped"
-        if not self.stopped:
+        if not self.timed_out:
             self.timed_out = True
-            self.stop(message)
-        elif over >= STOP_GRACE and not self.hard:
             self.stop(message, hard=True)
-        elif over >= STOP_GRACE + ABANDON_GRACE:
+        elif over >= STOP_GRACE:
             self.abandon("failed", message)
 
     def cancel(self, now: float, message: str | None) -> None:
@@ -125,7 +124,7 @@ class Child:
         if self.cancelled_at is None:
             self.cancelled_at = now
             self.stop(message, hard=True)
-        elif now - self.cancelled_at >= ABANDON_GRACE:
+        elif now - self.cancelled_at >= STOP_GRACE:
             self.abandon("interrupted" if message is None else "failed", message or "KeyboardInterrupt")
 
     def abandon(self, status: str, error: str) -> None:

@@ -20,15 +20,25 @@ from ...core.session import Session
 from ...interpreters.kernel import KernelInterpreterFactory
 from .child import Child
 from .tree import Tree
+from .verdict import REVIEWER_PROFILE, VerdictRLM, verdict_signature
 
 
 class SubAgent(DeepAgent):
-    """A `DeepAgent` one level down the tree: its REPL is a fresh kernel from the tree's pool."""
+    """A `DeepAgent` one level down the tree: its REPL is a fresh kernel from the tree's pool.
+
+    A reviewer (profile `REVIEWER_PROFILE`) answers with typed verdict fields instead of a
+    free-text result (`verdict.VerdictRLM`): its verdict is what it submits, never text it quotes."""
 
     def __init__(self, *, tree: Tree | None = None, child: Child | None = None, **kwargs: Any):
         super().__init__(**kwargs)
         self.tree = tree
         self.child = child
+        if self.profile == REVIEWER_PROFILE:
+            rlm = self.rlm
+            self.rlm = VerdictRLM(verdict_signature(rlm.signature.instructions), max_iters=rlm.max_iters,
+                                  max_llm_calls=rlm.max_llm_calls, max_output_chars=rlm.max_output_chars,
+                                  tools=self.builtin_tools() + self.extra_tools,
+                                  interpreter_factory=self.interpreter_factory())
 
     def interpreter_factory(self, session=None, namespace=None, shell=None):
         tree, child = getattr(self, "tree", None), getattr(self, "child", None)

@@ -3,16 +3,20 @@ and wait for them interruptibly.
 
 A KeyboardInterrupt (the stop button) lands in the supervising wait on the main
 thread: every child's kernel is killed, the trajectories are kept, and the
-interrupt is re-raised. A child that fails for any reason becomes an ``Error: ...``
-string for its parent, which carries on.
+interrupt is re-raised. While that clean-up runs (half a second at most), further
+presses of the stop button are ignored, so an impatient user cannot cut it short
+and leave kernels or runs behind. A child that fails for any reason becomes an
+``Error: ...`` string for its parent, which carries on.
 """
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import threading
 import time
 from collections import deque
-from typing import Any
+from typing import Any, Iterator
 
 from ...core.profiles import UnknownProfile, load_profile
 from ...core.run import Run
@@ -93,15 +97,34 @@ def _supervise(run: Run, tree: Tree, me: Child | None, children: list[Child], ma
                 while pending:
                     _never_started(run, pending.popleft(), "interrupted")
     except BaseException:
-        _stop_all(run, running, pending)
+        with _sigint_ignored():
+            _stop_all(run, running, pending)
         raise
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Ignore SIGINT meanwhile (on the main thread; elsewhere signals do not land anyway)."""
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or previous is None:  # None: a C handler
+        yield
+        return
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except (ValueError, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _stop_all(run: Run, running: list[Child], pending: deque[Child]) -> None:
     """Kill every running child's kernel (and its descendants'), keep their trajectories."""
     for child in running:
         child.stop(None, hard=True)
-    deadline = time.monotonic() + STOP_GRACE * 2
+    deadline = time.monotonic() + STOP_GRACE
     for child in running:
         child.done.wait(max(0.0, deadline - time.monotonic()))
         if not child.done.is_set():

@@ -9,9 +9,8 @@ from ...core import session as _session
 from ..tool_call import tool
 from .supervise import run_subagents
 from .tree import Spec
-from .verdict import parse_verdict
+from .verdict import REVIEWER_PROFILE, parse_verdict
 
-REVIEWER_PROFILE = "reviewer"
 DEFAULT_CRITERIA = [
     "It does everything the task asks, completely.",
     "Its facts, numbers and file references are correct: check them against the workspace files and the context.",
@@ -35,7 +34,7 @@ def delegate_batched(tasks: list) -> list[str]:
 
 @tool
 def review(task: str, draft: str, criteria: list[str] | str | None = None) -> dict:
-    """Have an isolated reviewer sub-agent check `draft` (your answer to `task`) against `criteria` (a list of requirements; default: complete, correct against the workspace and context, no unsupported claims, clear). Returns {"status": "pass" | "low" | "fail", "issues": [...], "suggestions": [...]}: "pass" meets every criterion, "low" meets them with minor issues, "fail" misses at least one. Fix the issues, then review again."""
+    """Have an isolated reviewer sub-agent check `draft` (your answer to `task`) against `criteria` (a list of requirements; default: complete, correct against the workspace and context, no unsupported claims, clear). Returns {"status": "pass" | "low" | "fail", "issues": [...], "suggestions": [...]}: "pass" meets every criterion, "low" meets them with minor issues, "fail" misses at least one (or the review could not run). Fix the issues, then review again."""
     items = _criteria(criteria)
     context = "## Draft\n\n" + str(draft) + "\n\n## Criteria\n\n" + "\n".join(f"{n}. {c}" for n, c in enumerate(items, 1))
     spec = Spec(f"Review a draft answer to this task: {task}", context, REVIEWER_PROFILE)

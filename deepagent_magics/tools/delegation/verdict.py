@@ -1,79 +1,75 @@
-"""The reviewer's verdict: {"status": "pass" | "low" | "fail", "issues": [...], "suggestions": [...]}."""
+"""The reviewer's verdict: its own typed output, {"status": "pass" | "low" | "fail", "issues": [...], "suggestions": [...]}.
+
+A verdict found by searching the reviewer's text can be one it quoted (the draft's own
+``{"status": "pass"}``). So the reviewer sub-agent's signature has typed output fields
+(`verdict_signature`): RLM checks them when the reviewer calls
+``SUBMIT(status=..., issues=..., suggestions=...)`` and tells it what is wrong otherwise.
+`VerdictRLM` writes those fields, and only those, as the run's JSON result, and
+`parse_verdict` reads a verdict only from exactly one such JSON object. Anything else is
+``fail``: never a silent pass.
+"""
 
 from __future__ import annotations
 
-import ast
 import json
-import re
-from typing import Any
+from typing import Any, Literal
 
+import dspy
+
+from ...core.agent import INPUT_FIELDS
+
+REVIEWER_PROFILE = "reviewer"
 VERDICTS = ("pass", "low", "fail")
-_STATUS_WORDS = {
-    "pass": "pass", "passed": "pass", "ok": "pass", "accept": "pass", "accepted": "pass",
-    "low": "low", "minor": "low", "warn": "low", "warning": "low", "pass_with_issues": "low",
-    "fail": "fail", "failed": "fail", "reject": "fail", "rejected": "fail",
+FIELDS = ("status", "issues", "suggestions")
+OUTPUTS = {
+    "status": (Literal["pass", "low", "fail"], '"pass": every criterion met; "low": met, with minor problems; '
+                                               '"fail": a criterion not met or an error in the draft'),
+    "issues": (list[str], "Each problem: the criterion it breaks and the evidence; empty when there is none"),
+    "suggestions": (list[str], "How to fix each problem; empty when there is nothing to fix"),
 }
-_FENCE = re.compile(r"```(?:json|python)?\s*\n(.*?)```", re.S)
 
 
-def parse_verdict(text: Any) -> dict[str, Any]:
-    """The reviewer's verdict as {"status", "issues", "suggestions"}, from JSON, a Python dict,
-    fenced or surrounded by prose. Unreadable text fails the review (never a silent pass)."""
-    found = text if isinstance(text, dict) else _find_object(str(text))
-    if found is None:
-        return {"status": "fail", "issues": ["The reviewer's verdict could not be read."], "suggestions": [],
-                "raw": str(text)[:2000]}
-    raw_status = str(found.get("status", found.get("verdict", ""))).strip().lower().replace(" ", "_")
-    status = _STATUS_WORDS.get(raw_status)
-    issues, suggestions = _strings(found.get("issues")), _strings(found.get("suggestions"))
-    if status is None:
-        issues.insert(0, f"The reviewer gave no valid status ({raw_status or 'none'}); treated as fail.")
-        status = "fail"
-    return {"status": status, "issues": issues, "suggestions": suggestions}
+def verdict_signature(instructions: str) -> type[dspy.Signature]:
+    """The reviewer's signature: the agents' inputs, and the verdict as typed outputs."""
+    fields: dict[str, Any] = {name: (str, dspy.InputField(desc=desc)) for name, desc in INPUT_FIELDS.items()}
+    fields.update({name: (kind, dspy.OutputField(desc=desc)) for name, (kind, desc) in OUTPUTS.items()})
+    return dspy.Signature(fields, instructions)
 
 
-def _find_object(text: str) -> dict | None:
-    candidates = [text.strip()] + [block.strip() for block in _FENCE.findall(text)]
-    for candidate in candidates:
-        value = _load(candidate)
-        if isinstance(value, dict):
-            return value
-    decoder = json.JSONDecoder()
-    for match in re.finditer(r"\{", text):
+class VerdictRLM(dspy.RLM):
+    """An RLM over `verdict_signature` whose prediction's ``result`` is the verdict as JSON (the run's result)."""
+
+    def forward(self, **kwargs: Any) -> dspy.Prediction:
+        return _with_result(super().forward(**kwargs))
+
+    async def aforward(self, **kwargs: Any) -> dspy.Prediction:
+        return _with_result(await super().aforward(**kwargs))
+
+
+def _with_result(prediction: dspy.Prediction) -> dspy.Prediction:
+    prediction.result = json.dumps({name: prediction.get(name) for name in FIELDS})
+    return prediction
+
+
+def parse_verdict(value: Any) -> dict[str, Any]:
+    """The verdict in ``value``: exactly one JSON object (or dict) with a status of pass, low or fail and
+    lists of strings for issues and suggestions. Anything else fails the review, saying why."""
+    found = value
+    if isinstance(value, str):
         try:
-            value, _ = decoder.raw_decode(text, match.start())
-        except json.JSONDecodeError:
-            end = _balanced_end(text, match.start())
-            value = _load(text[match.start():end]) if end else None
-        if isinstance(value, dict) and ({"status", "verdict"} & set(value)):
-            return value
-    return None
+            found = json.loads(value)
+        except (ValueError, RecursionError):
+            found = None
+    if not isinstance(found, dict):
+        return _unreadable("The reviewer's verdict is not one JSON object.", value)
+    status = found.get("status")
+    if status not in VERDICTS:
+        return _unreadable(f"The reviewer gave no valid status ({status!r}); treated as fail.", value)
+    lists = {name: [] if found.get(name) is None else found.get(name) for name in ("issues", "suggestions")}
+    if not all(isinstance(items, list) and all(isinstance(item, str) for item in items) for items in lists.values()):
+        return _unreadable("The reviewer's issues and suggestions are not lists of strings.", value)
+    return {"status": status, **lists}
 
 
-def _load(text: str) -> Any:
-    for loader in (json.loads, ast.literal_eval):
-        try:
-            return loader(text)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            continue
-    return None
-
-
-def _balanced_end(text: str, start: int) -> int | None:
-    depth = 0
-    for position in range(start, len(text)):
-        if text[position] == "{":
-            depth += 1
-        elif text[position] == "}":
-            depth -= 1
-            if depth == 0:
-                return position + 1
-    return None
-
-
-def _strings(value: Any) -> list[str]:
-    if value is None or value == "":
-        return []
-    if isinstance(value, (list, tuple)):
-        return [str(item) for item in value if item not in (None, "")]
-    return [str(value)]
+def _unreadable(reason: str, value: Any) -> dict[str, Any]:
+    return {"status": "fail", "issues": [reason], "suggestions": [], "raw": str(value)[:2000]}

@@ -1,0 +1,251 @@
+"""A sub-agent can never freeze the notebook (issue 10, item 6: the time limit and the stop button).
+
+``subagent_timeout`` holds within about a second of its limit even while the sub-agent's host
+thread is inside a host tool: one that sleeps for 30 s, one that spins in Python (also one that
+swallows every exception), a slow LM call, and a delegation whose own child is stuck. The parent
+gets the time-limit ``Error:`` promptly and carries on; host tools can see that they were
+cancelled (``Session.cancelled``); a tool spinning in Python is ended. The stop button
+(KeyboardInterrupt during ``delegate_batched``) takes effect within a second too.
+
+Real kernels, a real pool, scripted models; the bounds are generous (they prove "did not wait
+for the tool", not speed).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import psutil
+import pytest
+
+from deepagent_magics import DeepAgent
+from deepagent_magics.core.session import current
+from deepagent_magics.interpreters.pool import KernelPool
+from deepagent_magics.testing import ScriptedLM
+
+pytestmark = pytest.mark.kernel
+
+LIMIT = 3.0
+PROMPT = 2.0  # the parent has its answer within LIMIT + PROMPT seconds (today: LIMIT + 6 s, or the tool's 30 s)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    pool = KernelPool(size=2).warm()
+    yield pool
+    pool.stop()
+
+
+@pytest.fixture
+def ready(pool):
+    assert pool.wait_ready(1, timeout=120)  # the child's start does not eat into its time limit
+    return pool
+
+
+def timed_delegate(child_task: str) -> list:
+    """The root's steps: delegate, time it, hand back (elapsed, result)."""
+    return [
+        ("Delegate.", f"import time\nt = time.monotonic()\nr = delegate({child_task!r})\n"
+                      "elapsed = time.monotonic() - t\nprint(r)"),
+        ("Done.", "import json\nSUBMIT(result=json.dumps([elapsed, r]))"),
+    ]
+
+
+def run_with_tool(pool, tmp_path, tool, child_steps, **kwargs):
+    lm = ScriptedLM(scripts={"LIMIT-ROOT": timed_delegate("LIMIT-CHILD: use the tool"), "LIMIT-CHILD": child_steps},
+                    **kwargs.pop("lm_kwargs", {}))
+    agent = DeepAgent(lm=lm, workspace=tmp_path, pool=pool, tools=[tool] if tool else [], subagent_timeout=LIMIT,
+                      **kwargs)
+    run = agent.run("LIMIT-ROOT: delegate and wait", namespace={})
+    assert run.status == "finished", run.error
+    elapsed, result = json.loads(run.result)
+    return run, elapsed, result
+
+
+def assert_timed_out_promptly(run, elapsed, result):
+    assert result.startswith(f"Error: the sub-agent ran past its time limit of {LIMIT:g} s"), result
+    assert elapsed < LIMIT + PROMPT, f"the parent waited {elapsed:.1f} s for a {LIMIT:g} s limit"
+    [child] = run.children
+    assert child.status == "failed"
+
+
+# --------------------------------------------------------------------------- host tools that do not return
+def test_the_limit_holds_while_the_child_is_in_a_host_tool_that_sleeps_30_s(ready, tmp_path):
+    entered = threading.Event()
+
+    def slow_lookup(key: str) -> str:
+        """Look ``key`` up (slowly)."""
+        entered.set()
+        time.sleep(30)
+        return "too late"
+
+    run, elapsed, result = run_with_tool(ready, tmp_path, slow_lookup, [("Look up.", "print(slow_lookup('k'))")])
+    assert entered.is_set()
+    assert_timed_out_promptly(run, elapsed, result)
+
+
+@pytest.mark.parametrize("swallow", [False, True], ids=["spins", "spins and swallows every exception"])
+def test_the_limit_holds_while_the_child_is_in_a_host_tool_that_spins_in_python(ready, tmp_path, swallow):
+    state = {"spins": 0, "ended": None}
+    entered, release = threading.Event(), threading.Event()
+
+    def spin(n: int) -> int:
+        """Count to ``n``."""
+        entered.set()
+        try:
+            while not release.is_set():
+                try:
+                    while not release.is_set():
+                        state["spins"] += 1
+                except BaseException:
+                    if not swallow:
+                        raise
+        except BaseException as exc:
+            state["ended"] = type(exc).__name__
+            raise
+        return n
+
+    try:
+        run, elapsed, result = run_with_tool(ready, tmp_path, spin, [("Count.", "print(spin(10))")])
+        assert entered.is_set()
+        assert_timed_out_promptly(run, elapsed, result)
+        if not swallow:  # the spinning tool was ended, not left running in the notebook
+            deadline = time.monotonic() + 5
+            while state["ended"] is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert state["ended"] == "SubAgentCancelled"
+            spins = state["spins"]
+            time.sleep(0.3)
+            assert state["spins"] == spins
+    finally:
+        release.set()
+
+
+def test_a_host_tool_can_see_that_its_sub_agent_was_cancelled(ready, tmp_path):
+    noticed = {}
+
+    def patient(seconds: float) -> str:
+        """Wait up to ``seconds``, stopping early if the run is stopped."""
+        session = current()
+        started = time.monotonic()
+        while time.monotonic() - started < seconds:
+            if session.cancelled.wait(0.05):
+                noticed["after"] = time.monotonic() - started
+                return "cancelled"
+        return "done"
+
+    run, elapsed, result = run_with_tool(ready, tmp_path, patient, [("Wait.", "print(patient(30))")])
+    assert_timed_out_promptly(run, elapsed, result)
+    assert "after" in noticed and noticed["after"] < LIMIT + PROMPT
+
+
+def test_the_limit_holds_while_the_child_waits_for_a_slow_model(ready, tmp_path):
+    def replies(prompt):
+        time.sleep(30)
+        return "too late"
+
+    run, elapsed, result = run_with_tool(ready, tmp_path, None, [("Ask.", "print(llm_query('take your time'))")],
+                                         lm_kwargs={"replies": replies})
+    assert_timed_out_promptly(run, elapsed, result)
+
+
+def test_the_limit_holds_while_the_child_waits_for_its_own_stuck_child(ready, tmp_path):
+    entered = threading.Event()
+
+    def slow_lookup(key: str) -> str:
+        """Look ``key`` up (slowly)."""
+        entered.set()
+        time.sleep(30)
+        return "too late"
+
+    lm = ScriptedLM(scripts={
+        "LIMIT-ROOT": timed_delegate("LIMIT-CHILD: delegate further"),
+        "LIMIT-CHILD": [("Delegate.", "print(delegate('LIMIT-GRANDCHILD: use the tool'))")],
+        "LIMIT-GRANDCHILD": [("Look up.", "print(slow_lookup('k'))")],
+    })
+    agent = DeepAgent(lm=lm, workspace=tmp_path, pool=ready, tools=[slow_lookup], subagent_timeout=LIMIT)
+    run = agent.run("LIMIT-ROOT: delegate and wait", namespace={})
+    elapsed, result = json.loads(run.result)
+    assert entered.is_set()
+    assert_timed_out_promptly(run, elapsed, result)
+    [grandchild] = run.children[0].children
+    assert grandchild.status in ("failed", "interrupted")
+
+
+# --------------------------------------------------------------------------- the stop button
+STOP_HOST = """
+import json, os, sys, time
+from deepagent_magics import DeepAgent
+from deepagent_magics.core.run import Run
+from deepagent_magics.interpreters.pool import KernelPool
+from deepagent_magics.testing import ScriptedLM
+
+def slow_lookup(key: str) -> str:
+    \"\"\"Look ``key`` up (slowly).\"\"\"
+    open(os.path.join(sys.argv[1], f"in-tool-{key}"), "w").close()
+    time.sleep(30)
+    return "too late"
+
+pool = KernelPool(size=2).warm()
+assert pool.wait_ready(timeout=120)
+lm = ScriptedLM(scripts={
+    "STOP-ROOT": [("Fan out.", "rs = delegate_batched(['STOP-A: look up a', 'STOP-B: look up b'])")],
+    "STOP-A": [("Look up.", "import os\\nopen(f'kernel-{os.getpid()}.pid', 'w').close()\\nslow_lookup('a')")],
+    "STOP-B": [("Look up.", "import os\\nopen(f'kernel-{os.getpid()}.pid', 'w').close()\\nslow_lookup('b')")],
+})
+agent = DeepAgent(lm=lm, workspace=sys.argv[1], pool=pool, tools=[slow_lookup], timeout=600)
+run = Run("STOP-ROOT: fan out and wait")
+try:
+    agent.run(run.task, run=run, namespace={})
+    outcome = "returned"
+except KeyboardInterrupt:
+    outcome = "KeyboardInterrupt"
+print(json.dumps({"outcome": outcome, "status": run.status, "children": [c.status for c in run.children]}),
+      flush=True)
+os._exit(0)
+"""
+
+
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@pytest.mark.parametrize("presses", [1, 3], ids=["pressed once", "pressed three times"])
+def test_the_stop_button_during_delegate_batched_takes_effect_within_a_second(tmp_path, presses):
+    script = tmp_path / "host.py"
+    script.write_text(textwrap.dedent(STOP_HOST))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    host = subprocess.Popen([sys.executable, str(script), str(workspace)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(list(workspace.glob("in-tool-*"))) < 2 and time.monotonic() < deadline:
+            assert host.poll() is None, host.stderr.read()
+            time.sleep(0.05)
+        assert len(list(workspace.glob("in-tool-*"))) == 2  # both children are inside the 30 s tool
+        kernels = [int(p.name.split("-")[1].split(".")[0]) for p in workspace.glob("kernel-*.pid")]
+        sent = time.monotonic()
+        for press in range(presses):  # impatient users press it again while the first one is handled
+            host.send_signal(signal.SIGINT)
+            time.sleep(0.03)
+        line = host.stdout.readline()
+        took = time.monotonic() - sent
+        host.wait(timeout=30)
+    finally:
+        if host.poll() is None:
+            host.kill()
+    report = json.loads(line)
+    assert report == {"outcome": "KeyboardInterrupt", "status": "interrupted",
+                      "children": ["interrupted", "interrupted"]}
+    assert took < 1.6, f"the stop button took {took:.1f} s"
+    assert len(kernels) == 2 and all(gone(pid) for pid in kernels)
