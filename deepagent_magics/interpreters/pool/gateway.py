@@ -29,10 +29,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 
-from .. import kernel_side
 from .gateway_channels import WebsocketKernelClient
 from .gateway_leftovers import forget, remember, sweep
-from .kernel import _INSTALL, STARTUP_TIMEOUT, Kernel, KernelStartError, _context, _source
+from .kernel import _INSTALL, STARTUP_TIMEOUT, Kernel, KernelStartError, _context, _sources
 
 log = logging.getLogger(__name__)
 
@@ -211,8 +210,8 @@ class GatewayKernel(Kernel):
                                                 _context(), timeout=timeout)
             self.client.start_channels()
             self._wait_ready(timeout)
-            self.run_setup(_INSTALL.format(source=_source(), filename=kernel_side.RUNTIME_FILENAME,
-                                           host_pid=None, lifeline_fd=None, kernel_dir=None), timeout)
+            self.run_setup(_INSTALL.format(sources=_sources(), host_pid=None, lifeline_fd=None, kernel_dir=None),
+                           timeout)
             self._preinstall_dspy_shim(timeout)
         except Exception as exc:
             self.close()
