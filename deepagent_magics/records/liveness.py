@@ -90,7 +90,7 @@ def mark_abandoned(record: dict[str, Any]) -> dict[str, Any]:
 def _abandon(run: dict[str, Any]) -> None:
     if run.get("status") in OPEN_STATUSES:
         run["status"] = "abandoned"
-        run["error"] = run.get("error") or "the process running it ended before the run did"
+        run["error"] = run.get("error") or "its process ended before the run did (killed or crashed)"
     for child in run.get("orphans") or []:
         _abandon(child)
     for step in run.get("steps") or []:
