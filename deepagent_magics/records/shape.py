@@ -28,8 +28,9 @@ def normalize(raw: Any, depth: int = 0) -> dict[str, Any]:
             "" if name == "task" else "unknown" if name == "status" else "default")
     for name in ("error", "prompt_hash", "format"):
         record[name] = _text(raw[name]) if raw.get(name) is not None else None
-    for name in ("started_at", "ended_at", "updated_at", "elapsed"):
-        record[name] = _number(raw.get(name))
+    for name in ("started_at", "ended_at", "updated_at"):
+        record[name] = _time(raw.get(name))
+    record["elapsed"] = _number(raw.get("elapsed"))
     for name in ("depth", "parent_step", "max_iters"):
         value = _number(raw.get(name))
         record[name] = int(value) if value is not None else (0 if name == "depth" else None)
@@ -56,8 +57,8 @@ def _step(raw: dict[str, Any], position: int, depth: int) -> dict[str, Any]:
         "reasoning": _text(raw.get("reasoning")),
         "code": _text(raw.get("code")),
         "output": _text(raw["output"]) if raw.get("output") is not None else None,
-        "started_at": _number(raw.get("started_at")),
-        "ended_at": _number(raw.get("ended_at")),
+        "started_at": _time(raw.get("started_at")),
+        "ended_at": _time(raw.get("ended_at")),
         "children": _children(raw.get("children"), depth),
     }
 
@@ -118,6 +119,12 @@ def _number(value: Any) -> float | None:
     if value != value or value in (float("inf"), float("-inf")) or abs(value) > 1e15:
         return None
     return value
+
+
+def _time(value: Any) -> float | None:
+    """A Unix time a clock can show (after 1970, before the year 5000), else None."""
+    number = _number(value)
+    return number if number is not None and 0 <= number < 95_617_584_000 else None
 
 
 def _scalar(value: Any) -> Any:
