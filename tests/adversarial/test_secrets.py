@@ -222,3 +222,33 @@ def test_scrubbing_a_record_again_is_cheap(monkeypatch):
     scans = redactor.scans
     second = redactor(record)
     assert second == first and redactor.scans == scans
+
+
+@pytest.mark.kernel
+def test_a_sub_agent_in_its_own_kernel_leaks_nothing_either(tmp_path, monkeypatch):
+    """The child's steps come back from another process; the host's run scrubs them all the same."""
+    from deepagent_magics.interpreters.pool import KernelPool
+
+    secret = make_secret(40)
+    monkeypatch.setenv("SERVICE_TOKEN", secret)  # the host knows the secret; the child prints it literally
+    lm = ScriptedLM(scripts={
+        "LEAK-PARENT": [("Delegate.", "r = delegate('LEAK-CHILD: print things')\nprint(r)"),
+                        ("Done.", "SUBMIT(result=r)")],
+        "LEAK-CHILD": [("Print.", f"s = {secret!r}\nprint('x' * 19990 + s)\nprint(s[::-1])\n"
+                                  "write_file('c.txt', 'k' * 70 + s)"),
+                       ("Return.", "SUBMIT(result='child says ' + s[4:30])")],
+    })
+    pool = KernelPool(size=1).warm()
+    try:
+        events = []
+        run = DeepAgent(lm=lm, workspace=tmp_path, pool=pool, timeout=60).run(
+            "LEAK-PARENT: go", {}, listeners=[events.append])
+    finally:
+        pool.stop()
+    assert run.status == "finished", run.error
+    [child] = run.steps[0].children
+    assert child.status == "finished" and len(child.steps) == 2
+    text = "\n".join(f"{e.kind} {strings_of(e.data)}" for e in events)
+    assert leaks(text, secret) == [] and leaks(strings_of(run.to_dict()), secret) == []
+    assert json_leaks((runs_dir(tmp_path) / f"{run.id}.json").read_text(), secret) == []
+    assert "[REDACTED]" in child.steps[0].output
