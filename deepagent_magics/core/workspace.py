@@ -125,7 +125,10 @@ class Workspace:
             listing = safe_fs.entries(folder)
             listing.sort(key=lambda entry: (entry[1] != "dir", entry[0]))
             for name, kind in listing:
-                if name in SKIPPED_DIRS or (should_stop is not None and should_stop()):
+                if should_stop is not None and should_stop():
+                    lines.append("... (stopped: the run was cancelled)")
+                    break
+                if name in SKIPPED_DIRS:
                     continue
                 if kind == "dir":
                     lines.append(f"{name}/")

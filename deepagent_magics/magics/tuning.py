@@ -28,6 +28,7 @@ from ..tuning.optimize import (
 )
 from ..tuning.progress import progress_for
 from ..tuning.systems import BASELINES, DEEP_AGENT, OPTIMIZED, systems_for
+from .arguments import check_out, parse_flags
 from .base import AgentMagicsBase
 
 
@@ -61,6 +62,7 @@ class TuningMagics(AgentMagicsBase):
     def deepagent_eval(self, line: str) -> Evaluation:
         """Score the deep agent (and baselines) on examples from the notebook; show and return the table."""
         args = parse_flags(self.deepagent_eval, line)
+        check_out(args.out)
         examples = self._examples(args.devset, "--devset")
         metric = self._metric(args.metric)
         _check_threads(args.threads)
@@ -100,6 +102,7 @@ class TuningMagics(AgentMagicsBase):
     def deepagent_optimize(self, line: str) -> Optimization:
         """Optimise the agent with a DSPy optimiser; show the validation score before and after; install it."""
         args = parse_flags(self.deepagent_optimize, line)
+        check_out(args.out)
         trainset = self._examples(args.trainset, "--trainset")
         valset = self._examples(args.valset, "--valset") if args.valset else trainset
         metric = self._metric(args.metric)
