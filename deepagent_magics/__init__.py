@@ -16,10 +16,9 @@ This file wires them together: the rooms above the core plug into it here.
 """
 
 from . import _compat
-from .core import DeepAgent, Event, Run, extensions
+from .core import DeepAgent, Event, Run, extensions, threads
 from .interpreters import KernelPool, ShellInterpreter
 from .interpreters.shell import ShellInterpreterFactory
-from .core import threads
 from .records import record_root_run
 from .records.threads import load_thread
 from .testing import ScriptedLM

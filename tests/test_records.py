@@ -90,7 +90,8 @@ def test_secrets_from_the_environment_and_the_lm_config_never_reach_the_record(w
     ])
     lm.kwargs["api_key"] = lm_key
     run = DeepAgent(lm=lm, workspace=workspace).run(f"use the key {env_key}", {"lm": lm})
-    assert run.status == "finished" and lm_key in run.result  # the run itself saw them
+    assert run.status == "finished" and lm_key in run.prediction.result  # the agent itself saw them
+    assert lm_key not in run.result  # what the run keeps and shows is scrubbed
     text = record_path(workspace, run).read_text()
     assert env_key not in text and lm_key not in text and "sk-anotherKEY" not in text
     assert "PLANTED" not in text

@@ -80,7 +80,7 @@ def test_grep_output_is_capped(session):
 def test_write_file_is_atomic_when_the_write_fails(session, tmp_path, monkeypatch):
     tools.write_file("keep.txt", "original")
 
-    def broken_replace(src, dst):
+    def broken_replace(src, dst, **kwargs):
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", broken_replace)

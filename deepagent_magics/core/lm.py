@@ -3,6 +3,7 @@
 In order: the one given explicitly (``--lm`` on the cell, ``DeepAgent(lm=...)``),
 the magic's configured default (``%deepagent_config --lm``), the notebook's
 ``dspy.configure(lm=...)``, then the ``DEEPAGENT_LM`` environment variable.
+The keys of every LM resolved here are secrets from then on (`redaction`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import os
 from typing import Any, Mapping
 
 import dspy
+
+from .redaction import register_lm_secrets
 
 NO_LM_MESSAGE = (
     "No LM configured: pass --lm openai/gpt-4o-mini, run %deepagent_config --lm MODEL, "
@@ -36,6 +39,12 @@ def make_lm(spec: Any, namespace: Mapping[str, Any] | None = None) -> Any:
 
 
 def resolve_lm(explicit: Any = None, configured: Any = None, namespace: Mapping[str, Any] | None = None) -> Any:
+    lm = _resolve(explicit, configured, namespace)
+    register_lm_secrets(lm)
+    return lm
+
+
+def _resolve(explicit: Any, configured: Any, namespace: Mapping[str, Any] | None) -> Any:
     for candidate in (explicit, configured):
         lm = make_lm(candidate, namespace)
         if lm is not None:

@@ -7,6 +7,10 @@ nothing re-derives a run from DSPy internals a second time.
 A sub-agent's run is a child of the step that spawned it. Its events are delivered
 to its own listeners and then bubble up to every ancestor's, so one listener on
 the root run sees the whole tree (``event.run`` says which run it came from).
+
+Secrets never enter a run: every text it stores and emits (task, reasoning, code,
+output, tool arguments, todos, result, error) is scrubbed first (`redaction`), so
+nothing that listens or cuts texts short afterwards can show a piece of one.
 """
 
 from __future__ import annotations
@@ -18,9 +22,12 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
+from .redaction import scrub
+
 log = logging.getLogger(__name__)
 
-STATUSES = ("pending", "running", "finished", "failed", "interrupted")
+STATUSES = ("pending", "running", "finished", "failed", "interrupted", "abandoned")
+# "abandoned": read from a record whose writing process died mid-run (records/), never set on a live run
 
 # Event kinds, in the order a run usually emits them.
 RUN_STARTED = "run_started"
@@ -119,7 +126,7 @@ class Run:
         run_id: str | None = None,
     ):
         self.id = run_id or time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
-        self.task = task
+        self.task = scrub(task)
         self.config = dict(config or {})
         self.profile = profile
         self.depth = depth
@@ -173,17 +180,18 @@ class Run:
     def start(self) -> None:
         self.status = "running"
         self.started_at = time.time()
-        self.emit(RUN_STARTED, task=self.task, config=self.config)
+        self.emit(RUN_STARTED, task=self.task, config=scrub(self.config))
 
     def begin_step(self, reasoning: str, code: str) -> Step:
         with self._lock:
             self._close_open_step("(not executed)")
-            step = Step(index=len(self.steps) + 1, reasoning=reasoning or "", code=code or "")
+            step = Step(index=len(self.steps) + 1, reasoning=scrub(reasoning or ""), code=scrub(code or ""))
             self.steps.append(step)
         self.emit(STEP_STARTED, index=step.index, reasoning=step.reasoning, code=step.code)
         return step
 
     def end_step(self, output: str) -> Step | None:
+        output = scrub(output)
         with self._lock:
             step = self.open_step
             if step is None:
@@ -208,13 +216,14 @@ class Run:
             self.end_step(output)
 
     def record_tool_call(self, name: str, args: dict[str, Any], error: str | None = None) -> None:
-        self.emit(TOOL_CALL, name=name, args=args, error=error)
+        self.emit(TOOL_CALL, name=name, args=scrub(args), error=scrub(error))
 
     def set_todos(self, todos: list[dict[str, str]]) -> None:
-        self.todos = [dict(t) for t in todos]
+        self.todos = scrub([dict(t) for t in todos])
         self.emit(TODOS, todos=self.todos)
 
     def record_file(self, path: str, size: int) -> None:
+        path = scrub(path)
         if path not in self.files_written:
             self.files_written.append(path)
         self.emit(FILE_WRITTEN, path=path, size=size)
@@ -247,8 +256,9 @@ class Run:
             self.ended_at = time.time()
         self._close_open_step("(interrupted)" if status == "interrupted" else "(no output)")
         self.status = status
-        self.result = result
-        self.error = error
+        self.result = scrub(result) if isinstance(result, (str, dict, list)) else result
+        self.error = error = scrub(error)
+        result = self.result
         self.emit(STATUS, status=status, error=error)
         self.emit(RUN_FINISHED, status=status, result=result, error=error)
 
@@ -275,10 +285,10 @@ class Run:
             "profile": self.profile,
             "depth": self.depth,
             "parent_step": self.parent_step,
-            "config": self.config,
+            "config": scrub(self.config),
             "prompt_hash": self.prompt_hash,
             "status": self.status,
-            "result": self.result if isinstance(self.result, (str, int, float, bool, type(None))) else repr(self.result),
+            "result": self.result if isinstance(self.result, (str, int, float, bool, type(None))) else scrub(repr(self.result)),
             "error": self.error,
             "steps": self.trajectory,
             "todos": self.todos,

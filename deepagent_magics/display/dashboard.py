@@ -23,6 +23,7 @@ from typing import Any
 import ipywidgets as W
 from ipywidgets.widgets.widget_string import HTMLStyle
 
+from ..core.compaction import COMPACTION
 from ..core.run import (
     FILE_WRITTEN,
     LM_USAGE,
@@ -37,15 +38,14 @@ from ..core.run import (
     Event,
     Run,
 )
-from ..core.compaction import COMPACTION
 from ..core.workspace import Workspace
 from .markup import (
     STYLE,
     esc,
     file_head,
     head_line,
-    status_line,
     highlight_code,
+    status_line,
     step_body,
     step_title,
     todos_html,

@@ -13,7 +13,7 @@ PREVIEW_CHARS = 2000
 PREVIEW_LINES = 25
 OUTPUT_CHARS = 6000
 STATUS_COLORS = {"pending": "#888", "running": "#1a73e8", "finished": "#188038", "failed": "#d93025",
-                 "interrupted": "#e37400"}
+                 "interrupted": "#e37400", "abandoned": "#a142f4"}
 TODO_MARKS = {"pending": "○", "in_progress": "◐", "completed": "●"}
 STYLE = """<style>
 .dag-status {font-size: 13px; padding: 4px 0;}

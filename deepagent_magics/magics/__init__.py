@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from .arguments import AgentFailed, interpolate
-from .inspect import InspectMagics
 from .checkpoint import CheckpointMagics
+from .inspect import InspectMagics
 from .memory import MemoryMagics
 from .prompts import PromptMagics
 from .run import DeepAgentMagics

@@ -1,18 +1,50 @@
-"""Reading a magic's input: ``{name}`` interpolation, and the checks that turn a bad flag into one line."""
+"""Reading a magic's input: flags, ``{name}`` interpolation, and the checks that make a mistake one line.
+
+IPython prints one line only for an exception whose type is exactly ``UsageError`` (a
+subclass gets a full traceback), so every mistake here raises ``UsageError`` itself with a
+one-line message, before anything runs or is stored. Flags are split like a shell's
+(quotes removed, an unbalanced one reported), paths expand ``~``.
+"""
 
 from __future__ import annotations
 
+import builtins
+import keyword
+import math
+import os
 import re
-from typing import Any
+import shlex
+from pathlib import Path
+from typing import Any, Callable
 
 from IPython.core.error import UsageError
 
+from ..core.redaction import scrub
+from .render import bounded_str
+
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 MAX_INTERPOLATED_CHARS = 10_000
+MAX_SECONDS = 7 * 24 * 3600.0  # a week: longer is a mistake, and timers overflow far beyond it
+MESSAGE_CHARS = 300
+RESERVED_OUT = {"_deepagent_run", "_deepagent_eval", "_deepagent_optimize"}
+
+AgentFailed = UsageError  # the old name: a failed run is now a plain UsageError, which IPython prints as one line
 
 
-class AgentFailed(UsageError):
-    """The agent's run failed; shown by IPython as one line, with the run kept."""
+def one_line(text: Any, limit: int = MESSAGE_CHARS) -> str:
+    """The first non-empty line of ``text``, scrubbed of secrets and cut to ``limit`` characters."""
+    line = next((line.strip() for line in str(text or "").splitlines() if line.strip()), "")
+    line = scrub(line)
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def parse_flags(magic: Callable[..., Any], line: str) -> Any:
+    """Parse ``line`` with the magic's ``@magic_arguments`` parser, splitting it as a shell would."""
+    try:
+        argv = shlex.split(line)
+    except ValueError as exc:  # "No closing quotation", "No escaped character"
+        raise UsageError(f"cannot read the flags ({exc}): close the quotation in {one_line(line, 120)!r}") from None
+    return magic.parser.parse_args(argv)
 
 
 def interpolate(text: str, namespace: dict[str, Any]) -> str:
@@ -25,7 +57,12 @@ def interpolate(text: str, namespace: dict[str, Any]) -> str:
         name = match.group(1)
         if name not in namespace:
             raise UsageError(f"{{{name}}} in the cell is not a notebook variable; define it or use --no-interpolate")
-        value = str(namespace[name])
+        try:
+            value = bounded_str(namespace[name], MAX_INTERPOLATED_CHARS)
+        except Exception as exc:
+            raise UsageError(f"{{{name}}}: str() of the {type(namespace[name]).__name__} failed "
+                             f"({type(exc).__name__}: {one_line(exc, 120)}); pass a string or use --no-interpolate"
+                             ) from None
         if len(value) > MAX_INTERPOLATED_CHARS:
             value = value[:MAX_INTERPOLATED_CHARS] + f"... (truncated; the full value is the variable `{name}`)"
         return value
@@ -34,14 +71,22 @@ def interpolate(text: str, namespace: dict[str, Any]) -> str:
 
 
 def check_positive(name: str, value: Any) -> Any:
-    if value is not None and value <= 0:
+    if value is not None and not value > 0:  # `not > 0` also refuses NaN
         raise UsageError(f"{name} must be positive, got {value}")
     return value
 
 
+def check_seconds(name: str, value: Any) -> Any:
+    """A time limit: a finite number of seconds, more than 0 and at most a week."""
+    if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value <= MAX_SECONDS):
+        raise UsageError(f"{name} must be a number of seconds above 0 and at most {MAX_SECONDS:g}, got {value}")
+    return value
+
+
 def check_subagent_settings(settings: dict[str, Any]) -> None:
-    for name in ("max_subagents", "subagent_max_iters", "subagent_timeout", "max_parallel"):
+    for name in ("max_subagents", "subagent_max_iters", "max_parallel"):
         check_positive(f"--{name.replace('_', '-')}", settings.get(name))
+    check_seconds("--subagent-timeout", settings.get("subagent_timeout"))
     for name in ("max_depth", "pool_size"):
         if settings.get(name) is not None and settings[name] < 0:
             raise UsageError(f"--{name.replace('_', '-')} must be 0 or more, got {settings[name]}")
@@ -53,3 +98,44 @@ def check_subagent_settings(settings: dict[str, Any]) -> None:
         except NoSuchKernel:
             names = ", ".join(sorted(KernelSpecManager().find_kernel_specs()))
             raise UsageError(f"no kernel spec named {settings['kernel_name']!r}; installed: {names}") from None
+
+
+def check_out(name: str | None, flag: str = "--out") -> str | None:
+    """A name the result can be stored in without breaking the notebook."""
+    if name is None:
+        return None
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise UsageError(f"{flag} {name!r} is not a valid variable name")
+    if name.startswith("__") and name.endswith("__") or name in RESERVED_OUT:
+        raise UsageError(f"{flag} {name!r} is a name Python or the deepagent magics use; choose another")
+    if hasattr(builtins, name):
+        raise UsageError(f"{flag} {name!r} would hide Python's builtin {name}; choose another name")
+    return name
+
+
+def expand_path(value: str) -> str:
+    return os.path.expanduser(value)
+
+
+def check_workspace(value: Any, flag: str = "--workspace") -> str:
+    """``value`` as a folder path the workspace can be (``~`` expanded); it need not exist yet."""
+    text = expand_path(str(value))
+    if not text.strip() or "\x00" in text:
+        raise UsageError(f"{flag} {str(value)!r} is not a folder path")
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{flag} {value}: {path} is a file, not a folder")
+    for parent in path.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(f"{flag} {value}: {parent} is a file, so there can be no folder under it")
+            break
+    return text
+
+
+def make_workspace(value: str, flag: str = "--workspace") -> None:
+    """Create the workspace folder now, so that a folder that cannot be made is one line, not a traceback."""
+    try:
+        Path(value).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{flag} {value}: cannot create the folder ({exc.strerror or exc})") from None

@@ -13,10 +13,11 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..core import threads
 from ..records.checkpoint import CheckpointError, restore, save
+from .arguments import parse_flags
 from .base import AgentMagicsBase
 
 DEFAULT_NAME = "default"
@@ -67,7 +68,7 @@ class CheckpointMagics(AgentMagicsBase):
     @line_magic
     def deepagent_checkpoint(self, line: str) -> None:
         """Save the variables the agent's runs created, the threads and the todos into the workspace."""
-        args = parse_argstring(self.deepagent_checkpoint, line)
+        args = parse_flags(self.deepagent_checkpoint, line)
         names, replay, saved_threads, todos, last = self._workshop()
         if not names and not saved_threads:
             raise UsageError("nothing to checkpoint yet: run a %%deepagent cell first")
@@ -94,7 +95,7 @@ class CheckpointMagics(AgentMagicsBase):
     @line_magic
     def deepagent_resume(self, line: str) -> None:
         """Restore a checkpoint: its variables (loaded or replayed), threads and todos."""
-        args = parse_argstring(self.deepagent_resume, line)
+        args = parse_flags(self.deepagent_resume, line)
         core = self._core()
         root = args.workspace or core.workspace
         try:

@@ -2,7 +2,10 @@
 
 All three read the run records (records/) in the configured workspace and in
 the workspaces of this session's runs, so they work for runs of earlier
-sessions and for runs that were interrupted or crashed.
+sessions and for runs that were interrupted or crashed. A record is data anyone could
+have written (the agent can, with ``write_file``): reading one is defensive
+(`records.store`), and one that cannot be read is skipped in the list and one line
+for the others.
 """
 
 from __future__ import annotations
@@ -12,13 +15,15 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
+from ..core.redaction import scrub
 from ..display import show_record
 from ..records.export import write_notebook
 from ..records.listing import NoSuchStep, runs_table
 from ..records.listing import format_step as _format_step
 from ..records.store import find_record, list_records, runs_dir
+from .arguments import expand_path, one_line, parse_flags
 
 
 def format_step(record: dict[str, Any], number: int) -> str:
@@ -40,7 +45,7 @@ class InspectMagics(Magics):
     def directories(self, workspace: str | None = None) -> list[str]:
         """The workspaces whose records to read: the given one, else the configured one and this session's."""
         if workspace:
-            return [workspace]
+            return [expand_path(workspace)]
         found: dict[Path, str] = {}
         magics = self._agent_magics
         candidates = [magics.workspace if magics else "."]
@@ -57,7 +62,7 @@ class InspectMagics(Magics):
             if last is not None:
                 try:
                     return find_record(last.id, directories)
-                except KeyError:
+                except (KeyError, OSError, ValueError):
                     pass
             newest = list_records(directories, limit=1)
             if not newest:
@@ -67,9 +72,9 @@ class InspectMagics(Magics):
         try:
             return find_record(run_id, directories)
         except KeyError as exc:
-            raise UsageError(exc.args[0]) from None
-        except ValueError as exc:
-            raise UsageError(f"cannot read run {run_id!r}: {exc}") from None
+            raise UsageError(one_line(exc.args[0])) from None
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"cannot read run {run_id!r}: {one_line(exc)}") from None
 
     @magic_arguments()
     @argument("--limit", type=int, default=20, help="how many runs to list (newest first)")
@@ -77,7 +82,7 @@ class InspectMagics(Magics):
     @line_magic
     def deepagent_runs(self, line: str) -> None:
         """A table of recent runs read from their records."""
-        args = parse_argstring(self.deepagent_runs, line)
+        args = parse_flags(self.deepagent_runs, line)
         if args.limit <= 0:
             raise UsageError(f"--limit must be positive, got {args.limit}")
         directories = self.directories(args.workspace)
@@ -85,7 +90,7 @@ class InspectMagics(Magics):
         if not records:
             print(f"no recorded runs in {', '.join(str(runs_dir(d)) for d in directories)}")
             return
-        print(runs_table(records))
+        print(scrub(runs_table(records)))
 
     @magic_arguments()
     @argument("run", nargs="?", help="run id (or a unique start or end of one); default: the last run")
@@ -95,10 +100,10 @@ class InspectMagics(Magics):
     @line_magic
     def deepagent_trace(self, line: str) -> Any:
         """Show a past run again (the dashboard, or text without widgets), or print one of its steps."""
-        args = parse_argstring(self.deepagent_trace, line)
+        args = parse_flags(self.deepagent_trace, line)
         record = self.record(args.run, args.workspace)
         if args.step is not None:
-            print(format_step(record, args.step))
+            print(scrub(format_step(record, args.step)))
             return None
         mode = args.display or (self._agent_magics.display_mode if self._agent_magics else "auto")
         show_record(record, shell=self.shell, mode=mode)
@@ -110,15 +115,16 @@ class InspectMagics(Magics):
     @line_magic
     def deepagent_export(self, line: str) -> None:
         """Write a run (the last one by default) as a notebook: %deepagent_export [RUN] PATH.ipynb"""
-        args = parse_argstring(self.deepagent_export, line)
+        args = parse_flags(self.deepagent_export, line)
         if len(args.args) not in (1, 2):
             raise UsageError("usage: %deepagent_export [RUN] PATH.ipynb")
         run_id, path = (None, args.args[0]) if len(args.args) == 1 else args.args
+        path = expand_path(path)
         if not path.endswith(".ipynb"):
             raise UsageError(f"the notebook path must end with .ipynb, got {path!r} (usage: %deepagent_export [RUN] PATH.ipynb)")
         record = self.record(run_id, args.workspace)
         try:
             target = write_notebook(record, path)
         except OSError as exc:
-            raise UsageError(f"cannot write {path}: {exc}") from None
+            raise UsageError(f"cannot write {path}: {one_line(exc.strerror or exc)}") from None
         print(f"wrote {target}: run {record.get('id')}, {len(record.get('steps') or [])} steps")

@@ -10,9 +10,10 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..tools.memory import MemoryStoreError, store_for
+from .arguments import parse_flags
 from .base import AgentMagicsBase
 
 LIST_LIMIT = 20
@@ -50,7 +51,7 @@ class MemoryMagics(AgentMagicsBase):
     @line_magic
     def deepagent_memory(self, line: str) -> None:
         """List or search the agent's memories; add or forget one."""
-        args = parse_argstring(self.deepagent_memory, line)
+        args = parse_flags(self.deepagent_memory, line)
         if args.limit < 1:
             raise UsageError(f"--limit must be at least 1, not {args.limit}")
         store = store_for(args.workspace or self._core().workspace)

@@ -15,10 +15,11 @@ from pathlib import Path
 
 from IPython.core.error import UsageError
 from IPython.core.magic import line_cell_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..core.profiles import load_profile, packaged_text
 from ..tuning import programs
+from .arguments import expand_path, one_line, parse_flags
 from .base import AgentMagicsBase
 
 RLM_TEMPLATE_START = "You are tasked with producing the following outputs"
@@ -39,7 +40,7 @@ class PromptMagics(AgentMagicsBase):
     @line_cell_magic
     def deepagent_prompt(self, line: str, cell: str | None = None) -> None:
         """Show the agent's prompt; as a cell magic, replace its instructions with the cell body."""
-        args = parse_argstring(self.deepagent_prompt, line)
+        args = parse_flags(self.deepagent_prompt, line)
         profile = self._profile(args.profile)
         if cell is not None:
             if not cell.strip():
@@ -116,14 +117,17 @@ class PromptMagics(AgentMagicsBase):
     def save(self, profile: str, path: str) -> None:
         if not path.endswith(".json"):
             raise UsageError(f"--save {path}: give a .json path (the program is saved as DSPy's JSON)")
+        path = expand_path(path)
         agent = self._agent(profile, need_lm=False)
         try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
             agent.save(path)
-        except OSError as exc:
-            raise UsageError(f"--save {path}: {exc.strerror or exc}") from None
+        except Exception as exc:  # DSPy wraps the OSError of a missing or unwritable folder
+            raise UsageError(f"--save {path}: {one_line(getattr(exc, 'strerror', None) or exc)}") from None
         print(f"deepagent_prompt: saved profile {profile!r} ({programs.describe(profile)}) to {path}")
 
     def load(self, profile: str, path: str) -> None:
+        path = expand_path(path)
         if not Path(path).is_file():
             raise UsageError(f"--load {path}: no such file")
         with programs.untuned():

@@ -2,7 +2,8 @@
 
 The magic parses the cell, resolves the settings (cell flags, then the
 configured defaults), runs the agent in the kernel's own namespace, shows the
-run while it works and stores the result.
+run while it works and stores the result. Every mistake, and a failed run, is
+one line (`arguments`): checked before anything runs or a setting sticks.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import Markdown, display
 from traitlets import Bool, Enum, Float, Int, Unicode
 
@@ -22,9 +23,18 @@ from ..core.profiles import UnknownProfile, available_profiles
 from ..core.run import Run
 from ..display import show_run
 from ..tuning import programs
-from . import gateway_settings
-from . import followup
-from .arguments import AgentFailed, check_positive, check_subagent_settings, interpolate
+from . import followup, gateway_settings
+from .arguments import (
+    check_out,
+    check_positive,
+    check_seconds,
+    check_subagent_settings,
+    check_workspace,
+    interpolate,
+    make_workspace,
+    one_line,
+    parse_flags,
+)
 
 
 @magics_class
@@ -96,14 +106,14 @@ class DeepAgentMagics(Magics):
     @cell_magic
     def deepagent(self, line: str, cell: str) -> None:
         """Hand the cell's text to a deep agent whose REPL is this notebook."""
-        args = parse_argstring(self.deepagent, line)
+        args = parse_flags(self.deepagent, line)
         namespace = self.shell.user_ns
+        check_out(args.out)
         task = cell if args.no_interpolate else interpolate(cell, namespace)
         if not task.strip():
             raise UsageError("The cell is empty: write the task for the agent in the cell body")
-        if args.out is not None and not args.out.isidentifier():
-            raise UsageError(f"--out {args.out!r} is not a valid variable name")
         agent = self.build_agent(args)
+        make_workspace(str(agent.workspace))
         quiet = args.quiet or self.quiet
         thread = followup.choose_thread(self, args, str(agent.workspace))
         cells = followup.recent_cells(self.shell, self.cells if args.cells is None else args.cells, cell)
@@ -119,8 +129,9 @@ class DeepAgentMagics(Magics):
             raise
         finally:
             view.close()
-        if run.status == "failed":
-            raise AgentFailed(f"the agent failed: {run.error} (run {run.id} kept in _deepagent_run)")
+        if run.status == "failed":  # one line, scrubbed: a provider's multi-line "To fix" text stays in run.error
+            raise UsageError(f"the agent failed: {one_line(run.error) or 'no reason given'} "
+                             f"(run {run.id} kept in _deepagent_run; %deepagent_trace shows it)")
         if args.out:
             namespace[args.out] = run.result
         if run.reverted:
@@ -137,10 +148,11 @@ class DeepAgentMagics(Magics):
                 settings[name] = getattr(self, name)
         check_positive("--max-iters", settings["max_iters"])
         check_positive("--max-llm-calls", settings["max_llm_calls"])
-        check_positive("--timeout", settings["timeout"])
+        check_seconds("--timeout", settings["timeout"])
         if settings["cells"] < 0:
             raise UsageError(f"--cells must be 0 or more, not {settings['cells']}")
         check_subagent_settings(settings)
+        settings["workspace"] = check_workspace(settings["workspace"])
         namespace = self.shell.user_ns
         try:
             lm = resolve_lm(settings["lm"], namespace=namespace)
@@ -163,8 +175,8 @@ class DeepAgentMagics(Magics):
             agent = programs.apply(agent)  # the profile's tuned program, if one is active
             agent.compact_at = settings["compact_at"]
             return agent
-        except (NoLMError, UnknownProfile, ValueError, TypeError) as exc:
-            raise UsageError(str(exc).strip().splitlines()[0]) from None
+        except (NoLMError, UnknownProfile, ValueError, TypeError, OSError) as exc:
+            raise UsageError(one_line(exc) or type(exc).__name__) from None
 
     # ------------------------------------------------------------------ %deepagent_config
     @magic_arguments()
@@ -193,20 +205,20 @@ class DeepAgentMagics(Magics):
     @line_magic
     def deepagent_config(self, line: str) -> None:
         """Show the deep agent defaults, or set them."""
-        args = parse_argstring(self.deepagent_config, line)
-        if args.reset:
-            for name in self.SETTINGS:
-                setattr(self, name, self.traits()[name].default())
+        args = parse_flags(self.deepagent_config, line)
         updates = {name: getattr(args, name) for name in self.SETTINGS if getattr(args, name, None) is not None}
         for name in ("quiet", "continue_default"):
             if name in updates:
                 updates[name] = updates[name] == "on"
         if updates.get("cells", 0) < 0:
             raise UsageError(f"--cells must be 0 or more, not {updates['cells']}")
-        for name in ("max_iters", "max_llm_calls", "timeout"):
+        for name in ("max_iters", "max_llm_calls"):
             check_positive(f"--{name.replace('_', '-')}", updates.get(name))
+        check_seconds("--timeout", updates.get("timeout"))
         check_subagent_settings(updates)
         gateway_settings.check_gateway(updates, self.gateway_url, self.gateway_token)
+        if "workspace" in updates:
+            updates["workspace"] = check_workspace(updates["workspace"])
         if "profile" in updates and updates["profile"] not in available_profiles():
             raise UsageError(f"unknown profile {updates['profile']!r}; choose one of: {', '.join(available_profiles())}")
         for name in ("lm", "sub_lm"):
@@ -214,7 +226,10 @@ class DeepAgentMagics(Magics):
                 try:
                     make_lm(updates[name], self.shell.user_ns)
                 except (ValueError, TypeError) as exc:
-                    raise UsageError(str(exc)) from None
+                    raise UsageError(one_line(exc)) from None
+        if args.reset:  # only once every new value is known to be good: a mistake changes nothing
+            for name in self.SETTINGS:
+                setattr(self, name, self.traits()[name].default())
         for name, value in updates.items():
             setattr(self, name, value)
         print(self.describe_config())

@@ -13,7 +13,7 @@ from typing import Iterator
 import dspy
 from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..core.lm import make_lm
 from ..tuning import programs
@@ -28,6 +28,7 @@ from ..tuning.optimize import (
 )
 from ..tuning.progress import progress_for
 from ..tuning.systems import BASELINES, DEEP_AGENT, OPTIMIZED, systems_for
+from .arguments import check_out, parse_flags
 from .base import AgentMagicsBase
 
 
@@ -60,7 +61,8 @@ class TuningMagics(AgentMagicsBase):
     @line_magic
     def deepagent_eval(self, line: str) -> Evaluation:
         """Score the deep agent (and baselines) on examples from the notebook; show and return the table."""
-        args = parse_argstring(self.deepagent_eval, line)
+        args = parse_flags(self.deepagent_eval, line)
+        check_out(args.out)
         examples = self._examples(args.devset, "--devset")
         metric = self._metric(args.metric)
         _check_threads(args.threads)
@@ -99,7 +101,8 @@ class TuningMagics(AgentMagicsBase):
     @line_magic
     def deepagent_optimize(self, line: str) -> Optimization:
         """Optimise the agent with a DSPy optimiser; show the validation score before and after; install it."""
-        args = parse_argstring(self.deepagent_optimize, line)
+        args = parse_flags(self.deepagent_optimize, line)
+        check_out(args.out)
         trainset = self._examples(args.trainset, "--trainset")
         valset = self._examples(args.valset, "--valset") if args.valset else trainset
         metric = self._metric(args.metric)

@@ -11,6 +11,7 @@ replay what the run recorded, ``llm_query`` answers with a placeholder.
 from __future__ import annotations
 
 import json
+import keyword
 import os
 from pathlib import Path
 from typing import Any, Iterator
@@ -129,7 +130,8 @@ def setup_source(record: dict[str, Any]) -> str:
     source = SETUP.format(workspace=str((record.get("config") or {}).get("workspace") or "."),
                           todos=json.dumps(record.get("todos") or []),
                           results=json.dumps(in_order, default=str), replays=json.dumps(replays, default=str))
-    for name in sorted(n for n in (called | SUBAGENT_TOOLS | set(replays)) if n and n.isidentifier()):
+    names = called | SUBAGENT_TOOLS | set(replays)
+    for name in sorted(n for n in names if isinstance(n, str) and n.isidentifier() and not keyword.iskeyword(n)):
         if name in KNOWN_TOOLS:
             continue
         if name in SUBAGENT_TOOLS or name in replays:

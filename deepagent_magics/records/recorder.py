@@ -6,7 +6,9 @@ leaves what it did so far. Writes are atomic (a temporary file renamed over) and
 throttled: at most one every ``min_interval`` seconds, and never more than a
 small share of the run's time (a write costs O(record), so writing after every
 event would be quadratic). A timer writes what a throttled event left pending.
-Every string is scrubbed of secrets first (`redaction`).
+Every string is scrubbed of secrets again first (`redaction`; the run already scrubbed what
+it stored), and the record names its writer process (`liveness`), so a reader can tell a
+run whose process died (``abandoned``) from one still running.
 """
 
 from __future__ import annotations
@@ -19,6 +21,13 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..core.redaction import (
+    Redactor,
+    default_redactor,
+    protect_logs,
+    register_lm_secrets,
+    secret_values,
+)
 from ..core.run import (
     FILE_WRITTEN,
     RUN_FINISHED,
@@ -28,19 +37,31 @@ from ..core.run import (
     Event,
     Run,
 )
-from .redaction import Redactor, secret_values
+from .liveness import writer_identity
 from .store import FORMAT, runs_dir
 
 
 def record_of(run: Run, files: dict[str, int] | None = None,
               tool_calls: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
     """The JSON-able record of ``run`` and its sub-agents (before redaction)."""
-    record = {"format": FORMAT, **_tree_dict(run, tool_calls or {})}
+    record = {"format": FORMAT, "writer": _writer(), **_tree_dict(run, tool_calls or {})}
     record["usage_total"] = run.tree_usage().to_dict()
     record["files"] = dict(files or {})
     record["elapsed"] = round(run.elapsed, 3)
     record["updated_at"] = time.time()
     return record
+
+
+__all__ = ["RunRecorder", "Redactor", "record_of", "record_root_run", "secret_values", "write_json_atomic"]
+_WRITER: dict[str, Any] = {}
+
+
+def _writer() -> dict[str, Any]:
+    """This process as the record's writer (computed again in a forked child)."""
+    global _WRITER
+    if _WRITER.get("pid") != os.getpid():
+        _WRITER = writer_identity()
+    return _WRITER
 
 
 def _tree_dict(run: Run, tool_calls: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
@@ -85,7 +106,8 @@ class RunRecorder:
                  min_interval: float | None = None, budget: float | None = None):
         self.run = run
         self.path = runs_dir(workspace) / f"{run.id}.json"
-        self.redact = Redactor(set(secrets) | secret_values())
+        self.redact = default_redactor()
+        self.redact.add(secrets)
         self.min_interval = self.MIN_INTERVAL if min_interval is None else min_interval
         self.budget = self.BUDGET if budget is None else budget
         self.files: dict[str, int] = {}
@@ -161,5 +183,7 @@ class RunRecorder:
 
 def record_root_run(agent: Any, run: Run, lms: dict[str, Any]) -> None:
     """The run hook (`core.extensions`): keep a record of each root run (a sub-agent's is nested in it)."""
+    register_lm_secrets(lms.get("lm"), lms.get("sub_lm"))  # before the run emits anything
+    protect_logs()
     if run.parent is None and getattr(agent, "record_runs", True):
-        RunRecorder(run, run.config["workspace"], secrets=secret_values(lms.get("lm"), lms.get("sub_lm")))
+        RunRecorder(run, run.config["workspace"], secrets=secret_values(lms.get("lm"), lms.get("sub_lm"), environ={}))

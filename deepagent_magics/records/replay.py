@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from ..core.run import Run, Usage
+from ..core.run import STATUSES, Run, Usage
 
 
 def replay(record: dict[str, Any], on_run: Callable[[Run], Any] | None = None) -> Run:
@@ -45,13 +45,16 @@ def _replay_into(run: Run, record: dict[str, Any], files: dict[str, int]) -> Non
     usage = record.get("usage") or {}
     run.usage = Usage(**{key: usage.get(key, 0) for key in ("lm_calls", "input_tokens", "output_tokens", "cost")})
     status = record.get("status") or "finished"
+    error = record.get("error")
     if status in ("pending", "running"):
-        status = "interrupted"  # the record of a run that never finished
+        status = "interrupted"  # the record of a run that never finished (or is still running elsewhere)
+    elif status not in STATUSES:  # a record someone else wrote
+        status, error = "failed", f"the record says {str(status)[:40]!r}, not a status; {error or ''}".strip("; ")
     started = record.get("started_at")
     ended = record.get("ended_at") or record.get("updated_at")
     if started and ended:  # so that what is shown at run_finished has the recorded duration
         run.started_at = time.time() - (ended - started)
-    run.finish(status, result=record.get("result"), error=record.get("error"))
+    run.finish(status, result=record.get("result"), error=error)
     run.started_at, run.ended_at = started or run.started_at, ended or run.ended_at
 
 

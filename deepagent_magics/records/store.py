@@ -1,14 +1,27 @@
-"""Where run records live and how they are read back: ``<workspace>/.deepagent/runs/<id>.json``."""
+"""Where run records live and how they are read back: ``<workspace>/.deepagent/runs/<id>.json``.
+
+Reading is defensive, because anything can write there (the agent can, with ``write_file``):
+only regular files up to `MAX_RECORD_BYTES` are read (a FIFO or ``/dev/zero`` behind a name
+cannot hang or fill the notebook), the JSON is reshaped into a well-formed record
+(`shape`), scrubbed of secrets again (`redaction`), and a run whose writing process died
+mid-run reads as ``abandoned`` (`liveness`).
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..core.redaction import scrub
+from .liveness import mark_abandoned
+from .shape import normalize
+
 FORMAT = "deepagent-run/1"
 RUNS_DIR = Path(".deepagent") / "runs"
+MAX_RECORD_BYTES = 256 * 1024 * 1024
 
 
 def runs_dir(workspace: str | os.PathLike) -> Path:
@@ -26,21 +39,37 @@ def list_records(directories: Iterable[str | os.PathLike], limit: int | None = N
                     paths[path] = path.stat().st_mtime
                 except OSError:
                     continue
-    newest = sorted(paths, key=paths.get, reverse=True)[: limit or None]
     records = []
-    for path in newest:
+    for path in sorted(paths, key=paths.get, reverse=True):
+        if limit and len(records) >= limit:
+            break
         try:
             records.append(load_record(path))
         except (OSError, ValueError):
-            continue  # a record being replaced right now, or not ours
+            continue  # a record being replaced right now, or not a record
     return records
 
 
 def load_record(path: str | os.PathLike) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as handle:
-        record = json.load(handle)
-    if not isinstance(record, dict) or "steps" not in record or "id" not in record:
-        raise ValueError(f"{path} is not a deepagent run record")
+    """The record at ``path``, well-formed and scrubbed; OSError or ValueError if it is not one."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"{path} is not a regular file")
+        if info.st_size > MAX_RECORD_BYTES:
+            raise ValueError(f"{path} is larger than {MAX_RECORD_BYTES // 2**20} MB")
+        data = handle.read(MAX_RECORD_BYTES + 1)
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ValueError(f"{path} is not valid JSON: {str(exc)[:200]}") from None
+    try:
+        record = mark_abandoned(scrub(normalize(raw)))
+    except RecursionError:
+        raise ValueError(f"{path} is nested too deeply") from None
+    except ValueError as exc:
+        raise ValueError(f"{path} is {exc}") from None
     record["_path"] = str(path)
     return record
 

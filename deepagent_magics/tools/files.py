@@ -1,6 +1,8 @@
 """The file tools: the agent's view of its workspace (`core.workspace.Workspace`).
 
-Paths are relative to the workspace and never leave it; see the Workspace for how.
+Paths are relative to the workspace and never leave it; see the Workspace for how. The
+walks (ls, glob, grep) stop early once the session is cancelled (a sub-agent past its time
+limit: ``session.cancelled``, an Event, when the session has one).
 """
 
 from __future__ import annotations
@@ -11,10 +13,16 @@ from ..core import session as _session
 from .tool_call import tool
 
 
+def _should_stop(session: Any) -> Callable[[], bool] | None:
+    cancelled = getattr(session, "cancelled", None)
+    return cancelled.is_set if cancelled is not None else None
+
+
 @tool
 def ls(path: str = ".") -> str:
     """List a workspace directory: one entry per line, directories end with '/', files show their size."""
-    return _session.current().workspace.ls(path)
+    session = _session.current()
+    return session.workspace.ls(path, should_stop=_should_stop(session))
 
 
 @tool
@@ -38,13 +46,15 @@ def edit_file(path: str, old: str, new: str, replace_all: bool = False) -> str:
 @tool
 def glob(pattern: str) -> list[str]:
     """Workspace paths matching a glob pattern such as '**/*.md' (sorted, relative to the workspace)."""
-    return _session.current().workspace.glob(pattern)
+    session = _session.current()
+    return session.workspace.glob(pattern, should_stop=_should_stop(session))
 
 
 @tool
 def grep(pattern: str, path: str = ".", glob: str | None = None) -> str:
-    """Search workspace files for a regular expression; one 'file:line: text' per match (capped). `glob` filters file names, e.g. '*.py'."""
-    return _session.current().workspace.grep(pattern, path, glob)
+    """Search workspace files for a regular expression (RE2 syntax: no backreferences or lookarounds); one 'file:line: text' per match (capped). `glob` filters file names, e.g. '*.py'."""
+    session = _session.current()
+    return session.workspace.grep(pattern, path, glob, should_stop=_should_stop(session))
 
 
 WORKSPACE_TOOLS: list[Callable[..., Any]] = [ls, read_file, write_file, edit_file, glob, grep]

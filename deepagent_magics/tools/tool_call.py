@@ -3,14 +3,18 @@
 Each call is recorded on the current run (a `tool_call` event), and a user mistake
 inside a tool (a bad path, an edit that does not apply, a malformed argument) comes
 back as a string starting with ``Error:``, so the agent reads it and carries on.
+The arguments are recorded short, and scrubbed of secrets before they are cut
+(a cut secret would no longer match the whole value).
 """
 
 from __future__ import annotations
 
 import functools
+import reprlib
 from typing import Any, Callable
 
 from ..core import session as _session
+from ..core.redaction import scrub
 from ..core.workspace import WorkspaceError
 
 
@@ -38,6 +42,18 @@ def tool(func: Callable[..., Any]) -> Callable[..., Any]:
 def _short_args(kwargs: dict[str, Any], limit: int = 80) -> dict[str, str]:
     out = {}
     for key, value in kwargs.items():
-        text = value if isinstance(value, str) else repr(value)
+        text = value if isinstance(value, str) else _bounded_repr(value)
+        text = scrub(text[: limit + 256])  # any piece of a secret, even one cut here, is found
         out[key] = text if len(text) <= limit else text[: limit - 3] + "..."
     return out
+
+
+def _bounded_repr(value: Any, limit: int = 4000) -> str:
+    """``repr(value)``, but a huge list is not rendered whole only to be cut to 80 characters."""
+    shortener = reprlib.Repr()
+    shortener.maxstring = shortener.maxother = shortener.maxlong = limit
+    shortener.maxlist = shortener.maxtuple = shortener.maxdict = shortener.maxset = 50
+    try:
+        return shortener.repr(value)
+    except Exception as exc:  # a repr that raises must not fail the tool call
+        return f"<{type(value).__name__}: repr failed: {type(exc).__name__}>"
