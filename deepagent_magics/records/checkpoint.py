@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .redaction import SECRET_NAME, Redactor, secret_values
+from .redaction import Redactor, is_secret_name, secret_values
 
 FORMAT = 1
 DIR = Path(".deepagent") / "checkpoints"
@@ -102,7 +102,7 @@ def scrub_assignments(code: str) -> str:
 
 def _save_variable(staging: Path, name: str, value: Any, redact: Redactor, report: Report) -> dict | None:
     kind = f"{type(value).__module__}.{type(value).__qualname__}"
-    if SECRET_NAME.search(name):
+    if is_secret_name(name):
         report.skipped[name] = "its name looks secret"
         return None
     if isinstance(value, (str, bytes)) and redact.text(value if isinstance(value, str) else value.decode("latin-1")) != (
@@ -124,7 +124,8 @@ def _save_variable(staging: Path, name: str, value: Any, redact: Redactor, repor
     except Exception as exc:
         report.saved[name] = "replay"
         return {"name": name, "how": "replay", "type": kind, "why": f"{type(exc).__name__}: {str(exc)[:120]}"}
-    if redact.pattern.search(data.decode("latin-1")):
+    text = data.decode("latin-1")
+    if redact.text(text) != text:  # a secret, or a piece of one, inside the pickled bytes
         report.skipped[name] = "it holds a secret"
         return None
     (staging / f"{name}.pkl").write_bytes(data)

@@ -86,7 +86,9 @@ def _tool_call(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _config(raw: Any) -> dict[str, Any]:
-    config = {_text(k): _scalar(v) for k, v in _dict(raw).items()}
+    # A setting is a scalar, or a list of them (a thread's names_created): nothing deeper is kept.
+    config = {_text(k): [_scalar(item) for item in v if not isinstance(item, (dict, list))] if isinstance(v, list)
+              else _scalar(v) for k, v in _dict(raw).items()}
     for name in ("workspace", "lm", "sub_lm"):
         if config.get(name) is not None:
             config[name] = _text(config[name])
