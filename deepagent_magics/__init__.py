@@ -19,7 +19,7 @@ from . import _compat
 from .core import DeepAgent, Event, Run, extensions
 from .interpreters import KernelPool, ShellInterpreter
 from .interpreters.shell import ShellInterpreterFactory
-from .records import record_root_run
+from .records import log_root_run, record_root_run
 from .testing import ScriptedLM
 from .tools import base_tools
 from .tools.delegation import delegation_tools
@@ -32,6 +32,7 @@ extensions.add_tools(base_tools)
 extensions.add_tools(delegation_tools)
 extensions.use_root_interpreter(ShellInterpreterFactory.for_agent)
 extensions.add_run_hook(record_root_run)
+extensions.add_run_hook(log_root_run)
 _compat.install()
 
 
