@@ -48,3 +48,8 @@ def unload_ipython_extension(ipython) -> None:
 
     unregister(ipython)
     stop_default_pool()  # no sub-agent kernel outlives the extension
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    """`jupyter server extension enable deepagent_magics`: the run API (``deepagent_magics.server``)."""
+    return [{"module": "deepagent_magics.server"}]

@@ -23,6 +23,8 @@ ALLOWED = {
     "display": {"core", "records"},
     "tuning": {"core"},
     "magics": {"core", "interpreters", "tools", "display", "records", "tuning"},
+    "server": {"core", "records"},
+    "mcp": {"core", "records"},
     "demos": {"testing"},
     "testing": set(),
 }

@@ -7,6 +7,8 @@ run while it works and stores the result.
 
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -76,6 +78,7 @@ class DeepAgentMagics(Magics):
     @argument("--subagent-max-iters", dest="subagent_max_iters", type=int, help="most code steps per sub-agent")
     @argument("--subagent-timeout", dest="subagent_timeout", type=float, help="seconds a sub-agent may run")
     @argument("--max-parallel", dest="max_parallel", type=int, help="most sub-agents running at once")
+    @argument("--run-id", dest="run_id", help="id for this run (the run API chooses it before the run starts)")
     @cell_magic
     def deepagent(self, line: str, cell: str) -> None:
         """Hand the cell's text to a deep agent whose REPL is this notebook."""
@@ -86,10 +89,12 @@ class DeepAgentMagics(Magics):
             raise UsageError("The cell is empty: write the task for the agent in the cell body")
         if args.out is not None and not args.out.isidentifier():
             raise UsageError(f"--out {args.out!r} is not a valid variable name")
+        if args.run_id is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", args.run_id):
+            raise UsageError(f"--run-id {args.run_id!r}: use letters, digits, '_', '.', '-' (it names the record's file)")
         agent = self.build_agent(args)
         quiet = args.quiet or self.quiet
 
-        run = Run(task, profile=agent.profile)
+        run = Run(task, profile=agent.profile, run_id=args.run_id)
         self.runs.append(run)
         namespace["_deepagent_run"] = run
         view = show_run(run, shell=self.shell, quiet=quiet, mode=args.display_mode or self.display_mode)

@@ -173,6 +173,41 @@ def read_events(path: str | os.PathLike, after: int = 0) -> EventLog:
     return log
 
 
+class LogTail:
+    """Reads a growing log a piece at a time: each `read` returns the whole lines appended since the last.
+
+    ``done`` turns true once the root run's ``run_finished`` has been read. A log that does
+    not exist yet reads as empty (the run has not started writing).
+    """
+
+    def __init__(self, path: str | os.PathLike, after: int = 0):
+        self.path = Path(path)
+        self.after = after
+        self.offset = 0
+        self.pending = b""
+        self.done = False
+
+    def read(self) -> list[dict[str, Any]]:
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                chunk = handle.read()
+        except FileNotFoundError:
+            return []
+        self.offset += len(chunk)
+        *lines, self.pending = (self.pending + chunk).split(b"\n")
+        events = []
+        for line in lines:
+            event = _parse(line)
+            if event is None or self.done:
+                continue
+            if event["seq"] > self.after:
+                events.append(event)
+            if _is_root_end(event):
+                self.done = True
+        return events
+
+
 def follow_events(path: str | os.PathLike, after: int = 0, *, poll: float = 0.1,
                   idle_timeout: float | None = None, stop: threading.Event | None = None
                   ) -> Iterator[dict[str, Any]]:
@@ -181,28 +216,14 @@ def follow_events(path: str | os.PathLike, after: int = 0, *, poll: float = 0.1,
     Waits for the file to appear. Stops early when ``stop`` is set, or when nothing new has
     been appended for ``idle_timeout`` seconds (a crashed run's log never ends by itself).
     """
-    path = Path(path)
-    offset, pending, last_new = 0, b"", time.monotonic()
+    tail, last_new = LogTail(path, after), time.monotonic()
     while stop is None or not stop.is_set():
-        chunk = b""
-        try:
-            with open(path, "rb") as handle:
-                handle.seek(offset)
-                chunk = handle.read()
-        except FileNotFoundError:
-            pass
-        if chunk:
-            offset += len(chunk)
+        offset = tail.offset
+        yield from tail.read()
+        if tail.done:
+            return
+        if tail.offset != offset:
             last_new = time.monotonic()
-            *lines, pending = (pending + chunk).split(b"\n")
-            for line in lines:
-                event = _parse(line)
-                if event is None:
-                    continue
-                if event["seq"] > after:
-                    yield event
-                if _is_root_end(event):
-                    return
         elif idle_timeout is not None and time.monotonic() - last_new > idle_timeout:
             return
         time.sleep(poll)
