@@ -23,6 +23,7 @@ from .records import log_root_run, record_root_run
 from .testing import ScriptedLM
 from .tools import base_tools
 from .tools.delegation import delegation_tools
+from .tools.mcp import mcp_tools
 
 __all__ = ["DeepAgent", "Run", "Event", "ShellInterpreter", "KernelPool", "ScriptedLM", "load_ipython_extension",
            "unload_ipython_extension"]
@@ -33,6 +34,7 @@ extensions.add_tools(delegation_tools)
 extensions.use_root_interpreter(ShellInterpreterFactory.for_agent)
 extensions.add_run_hook(record_root_run)
 extensions.add_run_hook(log_root_run)
+extensions.use_server_tools(mcp_tools)
 _compat.install()
 
 

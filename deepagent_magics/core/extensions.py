@@ -5,7 +5,8 @@ package's ``__init__`` registers, once, what every `DeepAgent` gets by default:
 
 - tool sets (``add_tools``): the todo and file tools, delegation;
 - the interpreter of a root agent (``use_root_interpreter``): the live namespace;
-- run hooks (``add_run_hook``): called when a run starts, e.g. to keep its record.
+- run hooks (``add_run_hook``): called when a run starts, e.g. to keep its record;
+- where ``DeepAgent(mcp_servers=...)`` gets its tools (``use_server_tools``): MCP tools in.
 
 So ``core`` imports none of ``tools``, ``interpreters``, ``records``: they import it.
 """
@@ -25,6 +26,7 @@ RunHook = Callable[["DeepAgent", "Run", dict[str, Any]], None]  # (agent, run, {
 _tool_sets: list[ToolSet] = []
 _root_interpreter: InterpreterMaker | None = None
 _run_hooks: list[RunHook] = []
+_server_tools: Callable[..., list[Callable[..., Any]]] | None = None
 
 
 def add_tools(tool_set: ToolSet) -> None:
@@ -57,3 +59,17 @@ def add_run_hook(hook: RunHook) -> None:
 
 def run_hooks() -> list[RunHook]:
     return list(_run_hooks)
+
+
+def use_server_tools(maker: Callable[..., list[Callable[..., Any]]]) -> None:
+    """``maker(specs, taken=names)`` turns tool-server specs (MCP) into tools."""
+    global _server_tools
+    _server_tools = maker
+
+
+def server_tools(specs: list[str], taken: set[str] = frozenset()) -> list[Callable[..., Any]]:
+    if not specs:
+        return []
+    if _server_tools is None:
+        raise RuntimeError("no tool-server support registered: import deepagent_magics, not only its core")
+    return _server_tools(specs, taken=taken)
