@@ -205,3 +205,19 @@ def test_a_sub_agent_calls_the_mcp_tools_through_the_host(server_file, workspace
     assert run.status == "finished", run.error
     total, pid = run.result.split()
     assert total == "42" and int(pid) != os.getpid()
+
+
+def test_the_config_magic_connects_mcp_servers_for_every_cell(ip, server_file):
+    from IPython.core.error import UsageError
+
+    ip.run_line_magic("deepagent_config", f'--mcp "{server_file}"')
+    ip.user_ns["lm"] = ScriptedLM([("Add.", "SUBMIT(result=str(add(a=4, b=5)))")])
+    ip.run_cell_magic("deepagent", "--lm lm --out total --quiet", "add with the MCP tool")
+    assert ip.user_ns["total"] == "9"
+    with pytest.raises(UsageError) as caught:
+        ip.run_line_magic("deepagent_config", "--mcp /no/such/server-program")
+    assert "could not be started" in str(caught.value) and "\n" not in str(caught.value)
+    assert ip.run_line_magic("deepagent_config", "--mcp off") is None
+    ip.user_ns["lm"] = ScriptedLM([("Look.", "SUBMIT(result=str('add' in dir()))")])
+    ip.run_cell_magic("deepagent", "--lm lm --out seen --quiet", "is the tool there?")
+    assert ip.user_ns["seen"] == "False"

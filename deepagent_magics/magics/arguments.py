@@ -53,3 +53,24 @@ def check_subagent_settings(settings: dict[str, Any]) -> None:
         except NoSuchKernel:
             names = ", ".join(sorted(KernelSpecManager().find_kernel_specs()))
             raise UsageError(f"no kernel spec named {settings['kernel_name']!r}; installed: {names}") from None
+
+
+def check_mcp_servers(specs: list[str]) -> list[str]:
+    """``--mcp`` values: each server connected now, so one that cannot start is a UsageError here."""
+    from ..tools.mcp import MCPError, connect
+
+    specs = [_unquote(spec.strip()) for spec in specs]
+    specs = [] if [spec.lower() for spec in specs] == ["off"] else specs
+    for spec in specs:
+        try:
+            connect(spec)
+        except MCPError as exc:
+            raise UsageError(str(exc)) from None
+    return specs
+
+
+def _unquote(text: str) -> str:
+    """``"python server.py"`` as typed on the magic line (IPython keeps the quotes)."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        return text[1:-1]
+    return text

@@ -15,7 +15,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import Markdown, display
-from traitlets import Bool, Enum, Float, Int, Unicode
+from traitlets import Bool, Enum, Float, Int, List, Unicode
 
 from ..core.agent import DeepAgent
 from ..core.lm import NoLMError, lm_label, make_lm, resolve_lm
@@ -23,7 +23,7 @@ from ..core.profiles import UnknownProfile, available_profiles
 from ..core.run import Run
 from ..display import show_run
 from ..tuning import programs
-from .arguments import AgentFailed, check_positive, check_subagent_settings, interpolate
+from .arguments import AgentFailed, check_mcp_servers, check_positive, check_subagent_settings, interpolate
 
 
 @magics_class
@@ -51,6 +51,8 @@ class DeepAgentMagics(Magics):
     pool_size = Int(2, help="Sub-agent kernels kept started ahead of need (0: start each on demand).").tag(config=True)
     kernel_name = Unicode(None, allow_none=True, help="Kernel spec for sub-agents (default: this Python).").tag(config=True)
     SETTINGS += ("max_depth", "max_subagents", "subagent_max_iters", "subagent_timeout", "max_parallel", "pool_size", "kernel_name")
+    mcp_servers = List(Unicode(), help="MCP servers whose tools agents get: command lines (stdio) or http(s) URLs.").tag(config=True)
+    SETTINGS += ("mcp_servers",)
 
     def __init__(self, shell=None, **kwargs: Any):
         super().__init__(shell=shell, **kwargs)
@@ -143,6 +145,7 @@ class DeepAgentMagics(Magics):
                 subagent_timeout=settings["subagent_timeout"],
                 max_parallel=settings["max_parallel"],
                 pool=self._subagent_pool(settings),
+                mcp_servers=settings["mcp_servers"],
             )
             return programs.apply(agent)  # the profile's tuned program, if one is active
         except (NoLMError, UnknownProfile, ValueError, TypeError) as exc:
@@ -166,6 +169,7 @@ class DeepAgentMagics(Magics):
     @argument("--max-parallel", dest="max_parallel", type=int)
     @argument("--pool-size", dest="pool_size", type=int, help="sub-agent kernels kept ready")
     @argument("--kernel-name", dest="kernel_name", help="kernel spec for sub-agents")
+    @argument("--mcp", dest="mcp_servers", action="append", help="MCP server (command line or URL); repeat for more; 'off' for none")
     @argument("--reset", action="store_true", help="restore every default")
     @line_magic
     def deepagent_config(self, line: str) -> None:
@@ -188,6 +192,8 @@ class DeepAgentMagics(Magics):
                     make_lm(updates[name], self.shell.user_ns)
                 except (ValueError, TypeError) as exc:
                     raise UsageError(str(exc)) from None
+        if "mcp_servers" in updates:
+            updates["mcp_servers"] = check_mcp_servers(updates["mcp_servers"])
         for name, value in updates.items():
             setattr(self, name, value)
         print(self.describe_config())
