@@ -68,11 +68,19 @@ class Server:
 
     def in_kernel(self, kernel_id: str, code: str) -> None:
         """Run ``code`` in one of the server's kernels, through its connection file."""
-        client = BlockingKernelClient(connection_file=str(self.root / ".runtime" / f"kernel-{kernel_id}.json"))
-        client.load_connection_file()
-        client.start_channels()
+        deadline = time.monotonic() + 90
+        while True:  # a kernel still starting has no heartbeat yet and reads as dead: try again
+            client = BlockingKernelClient(connection_file=str(self.root / ".runtime" / f"kernel-{kernel_id}.json"))
+            client.load_connection_file()
+            client.start_channels()
+            try:
+                client.wait_for_ready(timeout=60)
+                break
+            except RuntimeError:
+                client.stop_channels()
+                assert time.monotonic() < deadline, "the kernel never became ready"
+                time.sleep(0.5)
         try:
-            client.wait_for_ready(timeout=60)
             reply = client.execute_interactive(code, timeout=60, output_hook=lambda msg: None)
             assert reply["content"]["status"] == "ok", reply["content"]
         finally:

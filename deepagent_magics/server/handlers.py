@@ -245,8 +245,9 @@ class EventsHandler(RunsAPIHandler):
         """Why a log that has no end will get none (or None while it may still grow)."""
         if launch is not None and launch.done:
             return launch.error or "the run's cell ended without finishing the run"
-        if launch is not None and not self.launcher.has_kernel(launch.kernel_id):
-            return "its kernel is gone"
+        lost = self.launcher.lost(launch) if launch is not None else None
+        if lost:
+            return lost
         if launch is not None and idle > QUIET_KERNEL and not self.launcher.kernel_busy(launch.kernel_id):
             return "its kernel is no longer running it (the kernel died or restarted)"
         if launch is None and idle > IDLE_END:

@@ -64,6 +64,7 @@ class Launch:
     created: float = field(default_factory=time.time)
     done: bool = False  # the cell's reply came back (the run ended, or never started)
     error: str | None = None  # the cell failed: the run never started, or ended in an exception
+    kernel_pid: int | None = None  # the kernel's process when the cell was sent (another one: it restarted)
     task_handle: Any = None
 
     def stub(self) -> dict[str, Any]:
@@ -131,6 +132,21 @@ class Launcher:
     def has_kernel(self, kernel_id: str) -> bool:
         return kernel_id in self.kernel_manager.list_kernel_ids()
 
+    def kernel_pid(self, kernel_id: str) -> int | None:
+        try:
+            return getattr(getattr(self.kernel_manager.get_kernel(kernel_id), "provisioner", None), "pid", None)
+        except KeyError:
+            return None
+
+    def lost(self, launch: Launch) -> str | None:
+        """Why the kernel can no longer be running the launch's cell, or None."""
+        if not self.has_kernel(launch.kernel_id):
+            return "its kernel is gone"
+        pid = self.kernel_pid(launch.kernel_id)
+        if launch.kernel_pid is not None and pid is not None and pid != launch.kernel_pid:
+            return "its kernel died or was restarted"
+        return None
+
     def kernel_busy(self, kernel_id: str) -> bool:
         """Whether the kernel is executing something (the server follows its status messages)."""
         try:
@@ -160,14 +176,16 @@ class Launcher:
             client = self.kernel_manager.get_kernel(launch.kernel_id).client()
             client.start_channels()
             await _maybe_await(client.wait_for_ready(timeout=120))
+            launch.kernel_pid = self.kernel_pid(launch.kernel_id)
             msg_id = client.execute(code, store_history=False, allow_stdin=False)
             deadline = time.monotonic() + REPLY_TIMEOUT
             while time.monotonic() < deadline:
                 try:
                     reply = await _maybe_await(client.get_shell_msg(timeout=1.0))
                 except Exception:  # queue.Empty: nothing yet
-                    if not self.has_kernel(launch.kernel_id):
-                        launch.error = "the kernel is gone"
+                    lost = self.lost(launch)
+                    if lost:
+                        launch.error = f"the run did not end: {lost}"
                         return
                     continue
                 if reply.get("parent_header", {}).get("msg_id") != msg_id:
