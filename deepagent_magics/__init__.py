@@ -19,12 +19,13 @@ from . import _compat
 from .core import DeepAgent, Event, Run, extensions, threads
 from .interpreters import KernelPool, ShellInterpreter
 from .interpreters.shell import ShellInterpreterFactory
-from .records import record_root_run
+from .records import log_root_run, record_root_run
 from .records.threads import load_thread
 from .testing import ScriptedLM
 from .tools import base_tools
 from .tools.delegation import delegation_tools
 from .tools.history import history_tools
+from .tools.mcp import mcp_tools
 from .tools.memory import memory_tools, offer_memories
 
 __all__ = ["DeepAgent", "Run", "Event", "ShellInterpreter", "KernelPool", "ScriptedLM", "load_ipython_extension",
@@ -39,6 +40,8 @@ extensions.add_tools(memory_tools)
 extensions.add_tools(history_tools)
 extensions.add_context_provider(offer_memories)
 threads.add_loader(load_thread)  # --continue after a kernel restart: threads from the run records
+extensions.add_run_hook(log_root_run)
+extensions.use_server_tools(mcp_tools)
 _compat.install()
 
 
@@ -54,3 +57,8 @@ def unload_ipython_extension(ipython) -> None:
 
     unregister(ipython)
     stop_default_pool()  # no sub-agent kernel outlives the extension
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    """`jupyter server extension enable deepagent_magics`: the run API (``deepagent_magics.server``)."""
+    return [{"module": "deepagent_magics.server"}]

@@ -24,6 +24,8 @@ ALLOWED = {
     "tuning": {"core"},
     "magics": {"core", "interpreters", "tools", "display", "records", "tuning"},
     "cli": {"core", "interpreters", "tools", "display", "records", "tuning", "testing"},
+    "server": {"core", "records"},
+    "mcp": {"core", "records"},
     "demos": {"testing"},
     "testing": set(),
 }

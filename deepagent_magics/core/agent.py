@@ -65,6 +65,8 @@ class DeepAgent(dspy.Module):
         subagent_timeout: wall-clock seconds a sub-agent may run before its kernel is stopped.
         max_parallel: the most sub-agents one ``delegate_batched`` runs at the same time.
         pool: the `KernelPool` sub-agents take their kernels from (default: the process-wide one).
+        mcp_servers: MCP servers (command lines for stdio, or http(s) URLs) whose tools the agent
+            gets too (``tools/mcp.py``); one that cannot start raises ``MCPError``.
     """
 
     record_runs = True  # write each root run to <workspace>/.deepagent/runs/<id>.json (records/)
@@ -90,6 +92,7 @@ class DeepAgent(dspy.Module):
         subagent_timeout: float | None = 600.0,
         max_parallel: int = 4,
         pool: Any = None,
+        mcp_servers: Iterable[str] = (),
     ):
         super().__init__()
         self.lm = lm
@@ -106,7 +109,10 @@ class DeepAgent(dspy.Module):
         self.subagent_timeout = subagent_timeout
         self.max_parallel = max_parallel
         self.pool = pool
+        self.mcp_servers = list(mcp_servers)
         self.extra_tools = list(tools)
+        self.extra_tools += extensions.server_tools(self.mcp_servers, taken={t.__name__ for t in self.builtin_tools()
+                                                                            + self.extra_tools})
         if instructions is None:
             instructions = load_profile(profile).instructions(depth=depth, max_depth=max_depth)
         self.rlm = dspy.RLM(

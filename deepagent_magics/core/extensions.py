@@ -8,6 +8,7 @@ package's ``__init__`` registers, once, what every `DeepAgent` gets by default:
 - run hooks (``add_run_hook``): called when a run starts, e.g. to keep its record;
 - context providers (``add_context_provider``): text added to a run's ``context`` input,
   e.g. the memories that match the task.
+- where ``DeepAgent(mcp_servers=...)`` gets its tools (``use_server_tools``): MCP tools in.
 
 So ``core`` imports none of ``tools``, ``interpreters``, ``records``: they import it.
 """
@@ -29,6 +30,7 @@ _root_interpreter: InterpreterMaker | None = None
 _run_hooks: list[RunHook] = []
 ContextProvider = Callable[["DeepAgent", str, Any, Any], str]  # (agent, task, namespace, workspace root) -> text
 _context_providers: list[ContextProvider] = []
+_server_tools: Callable[..., list[Callable[..., Any]]] | None = None
 
 
 def add_tools(tool_set: ToolSet) -> None:
@@ -80,3 +82,15 @@ def extra_context(agent: "DeepAgent", task: str, namespace: Any, root: Any, cont
         if text:
             parts.append(text)
     return "\n\n".join(parts)
+def use_server_tools(maker: Callable[..., list[Callable[..., Any]]]) -> None:
+    """``maker(specs, taken=names)`` turns tool-server specs (MCP) into tools."""
+    global _server_tools
+    _server_tools = maker
+
+
+def server_tools(specs: list[str], taken: set[str] = frozenset()) -> list[Callable[..., Any]]:
+    if not specs:
+        return []
+    if _server_tools is None:
+        raise RuntimeError("no tool-server support registered: import deepagent_magics, not only its core")
+    return _server_tools(specs, taken=taken)

@@ -139,3 +139,22 @@ def make_workspace(value: str, flag: str = "--workspace") -> None:
         Path(value).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"{flag} {value}: cannot create the folder ({exc.strerror or exc})") from None
+def check_mcp_servers(specs: list[str]) -> list[str]:
+    """``--mcp`` values: each server connected now, so one that cannot start is a UsageError here."""
+    from ..tools.mcp import MCPError, connect
+
+    specs = [_unquote(spec.strip()) for spec in specs]
+    specs = [] if [spec.lower() for spec in specs] == ["off"] else specs
+    for spec in specs:
+        try:
+            connect(spec)
+        except MCPError as exc:
+            raise UsageError(str(exc)) from None
+    return specs
+
+
+def _unquote(text: str) -> str:
+    """``"python server.py"`` as typed on the magic line (IPython keeps the quotes)."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        return text[1:-1]
+    return text

@@ -8,13 +8,15 @@ one line (`arguments`): checked before anything runs or a setting sticks.
 
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import Markdown, display
-from traitlets import Bool, Enum, Float, Int, Unicode
+from traitlets import Bool, Enum, Float, Int, List, Unicode
 
 from ..core.agent import DeepAgent
 from ..core.compaction import DEFAULT_COMPACT_AT
@@ -26,6 +28,7 @@ from ..tuning import programs
 from . import followup, gateway_settings
 from .arguments import (
     check_out,
+    check_mcp_servers,
     check_positive,
     check_seconds,
     check_subagent_settings,
@@ -72,6 +75,9 @@ class DeepAgentMagics(Magics):
     compact_at = Float(DEFAULT_COMPACT_AT, help="Compact the REPL history in the prompt past this: tokens, or a fraction (<= 1) of the context window; 0: never.").tag(config=True)
     SETTINGS += ("continue_default", "cells", "compact_at")
 
+    mcp_servers = List(Unicode(), help="MCP servers whose tools agents get: command lines (stdio) or http(s) URLs.").tag(config=True)
+    SETTINGS += ("mcp_servers",)
+
     def __init__(self, shell=None, **kwargs: Any):
         super().__init__(shell=shell, **kwargs)
         self.runs: list[Run] = []
@@ -103,6 +109,7 @@ class DeepAgentMagics(Magics):
     @argument("--new", action="store_true", help="start a new conversation (when continuing is the default)")
     @argument("--cells", type=int, help="how many of your recent cells the agent sees (0: none)")
     @argument("--compact-at", dest="compact_at", type=followup.compact_at, help="tokens, or a fraction of the context window; off: never")
+    @argument("--run-id", dest="run_id", help="id for this run (the run API chooses it before the run starts)")
     @cell_magic
     def deepagent(self, line: str, cell: str) -> None:
         """Hand the cell's text to a deep agent whose REPL is this notebook."""
@@ -112,13 +119,15 @@ class DeepAgentMagics(Magics):
         task = cell if args.no_interpolate else interpolate(cell, namespace)
         if not task.strip():
             raise UsageError("The cell is empty: write the task for the agent in the cell body")
+        if args.run_id is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", args.run_id):
+            raise UsageError(f"--run-id {args.run_id!r}: use letters, digits, '_', '.', '-' (it names the record's file)")
         agent = self.build_agent(args)
         make_workspace(str(agent.workspace))
         quiet = args.quiet or self.quiet
         thread = followup.choose_thread(self, args, str(agent.workspace))
         cells = followup.recent_cells(self.shell, self.cells if args.cells is None else args.cells, cell)
 
-        run = Run(task, profile=agent.profile)
+        run = Run(task, profile=agent.profile, run_id=args.run_id)
         self.runs.append(run)
         namespace["_deepagent_run"] = run
         view = show_run(run, shell=self.shell, quiet=quiet, mode=args.display_mode or self.display_mode)
@@ -171,6 +180,7 @@ class DeepAgentMagics(Magics):
                 subagent_timeout=settings["subagent_timeout"],
                 max_parallel=settings["max_parallel"],
                 pool=self._subagent_pool(settings),
+                mcp_servers=settings["mcp_servers"],
             )
             agent = programs.apply(agent)  # the profile's tuned program, if one is active
             agent.compact_at = settings["compact_at"]
@@ -201,6 +211,7 @@ class DeepAgentMagics(Magics):
     @argument("--continue", dest="continue_default", choices=["on", "off"], help="plain cells continue the conversation")
     @argument("--cells", type=int, help="how many recent cells the agent sees")
     @argument("--compact-at", dest="compact_at", type=followup.compact_at, help="tokens or a fraction of the window; off")
+    @argument("--mcp", dest="mcp_servers", action="append", help="MCP server (command line or URL); repeat for more; 'off' for none")
     @argument("--reset", action="store_true", help="restore every default")
     @line_magic
     def deepagent_config(self, line: str) -> None:
@@ -227,6 +238,8 @@ class DeepAgentMagics(Magics):
                     make_lm(updates[name], self.shell.user_ns)
                 except (ValueError, TypeError) as exc:
                     raise UsageError(one_line(exc)) from None
+        if "mcp_servers" in updates:
+            updates["mcp_servers"] = check_mcp_servers(updates["mcp_servers"])
         if args.reset:  # only once every new value is known to be good: a mistake changes nothing
             for name in self.SETTINGS:
                 setattr(self, name, self.traits()[name].default())

@@ -4,12 +4,14 @@
 - `redaction`: secrets out of everything written
 - `store`: finding and reading records; `replay`: a record back as a `Run`
 - `export`: a record as a re-runnable notebook
+- `events`: the append-only event log ``<id>.events.jsonl`` a live client follows
 """
 
+from .events import EventLog, EventLogWriter, LogTail, events_path, follow_events, log_root_run, read_events
 from .recorder import RunRecorder, record_of, record_root_run, write_json_atomic
 from .redaction import REDACTED, Redactor, secret_values
 from .replay import replay
 from .store import FORMAT, RUNS_DIR, find_record, list_records, load_record, runs_dir
 
-__all__ = ["RunRecorder", "record_of", "record_root_run", "write_json_atomic", "REDACTED", "Redactor",
+__all__ = ["EventLog", "EventLogWriter", "LogTail", "events_path", "follow_events", "log_root_run", "read_events", "RunRecorder", "record_of", "record_root_run", "write_json_atomic", "REDACTED", "Redactor",
            "secret_values", "replay", "FORMAT", "RUNS_DIR", "find_record", "list_records", "load_record", "runs_dir"]

@@ -1,0 +1,139 @@
+"""The deep agent as an MCP server: ``run_task``, ``list_runs``, ``get_run``.
+
+Each ``run_task`` runs a `DeepAgent` in a fresh namespace in this process (its sub-agents in
+kernels of their own), in a workspace under the server's root; its record and event log are
+written as for any run, so ``list_runs`` and ``get_run`` read them back. A workspace outside
+the root, an unknown run or a bad argument is a tool error with a clear message for the
+calling agent; the server goes on serving.
+
+    python -m deepagent_magics.mcp --root ~/work --lm openai/gpt-4o-mini
+    python -m deepagent_magics.mcp --transport streamable-http --port 8765
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from ..core.agent import DeepAgent
+from ..core.lm import NoLMError
+from ..records import list_records, runs_dir
+from ..records.store import load_record
+
+INSTRUCTIONS = ("A deep agent that plans with todos, works in a workspace of files, runs Python and can "
+                "delegate to sub-agents. run_task hands it a task and returns its result; list_runs and "
+                "get_run read what past runs did (steps, files, usage).")
+ENDED = ("finished", "failed", "interrupted")
+
+
+def load_factory(spec: str) -> Callable[[], Any]:
+    """``module:function`` -> the function (it returns the LM to use)."""
+    module, _, name = spec.partition(":")
+    if not module or not name:
+        raise SystemExit(f"--lm-factory {spec!r}: use module:function")
+    return getattr(importlib.import_module(module), name)
+
+
+class Workspaces:
+    """Workspaces are folders under the root; anything else is refused."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root).expanduser().resolve()
+
+    def __call__(self, value: str | None) -> Path:
+        path = Path(value or ".").expanduser()
+        path = (path if path.is_absolute() else self.root / path).resolve()
+        if path != self.root and self.root not in path.parents:
+            raise ToolError(f"workspace {value!r} is outside the server's root {self.root}")
+        return path
+
+
+def summary(record: dict[str, Any]) -> dict[str, Any]:
+    keys = ("id", "task", "status", "result", "error", "started_at", "ended_at", "elapsed", "usage_total")
+    out = {key: record.get(key) for key in keys}
+    out["steps"] = len(record.get("steps") or [])
+    out["files"] = sorted((record.get("files") or {}).keys())
+    return out
+
+
+def build_server(root: str | os.PathLike = ".", lm: Any = None, lm_factory: Callable[[], Any] | None = None,
+                 **agent_settings: Any) -> MCPServer:
+    workspaces = Workspaces(root)
+    app = MCPServer("deepagent", instructions=INSTRUCTIONS)
+
+    def run_sync(task: str, workspace: Path, max_iters: int, model: str | None) -> dict[str, Any]:
+        chosen = model or (lm_factory() if lm_factory is not None else lm)
+        try:
+            agent = DeepAgent(lm=chosen, workspace=workspace, max_iters=max_iters, **agent_settings)
+            run = agent.run(task, {})  # (the SDK's stdio server keeps stray prints off the protocol's stdout)
+        except NoLMError as exc:
+            raise ToolError(f"no LM: {exc}; start the server with --lm or pass lm=") from None
+        except KeyboardInterrupt:
+            raise ToolError("the run was interrupted") from None
+        record = runs_dir(workspace) / f"{run.id}.json"
+        return {"id": run.id, "status": run.status, "result": run.result if isinstance(run.result, (str, type(None)))
+                else repr(run.result), "error": run.error, "steps": len(run.steps),
+                "files": list(run.files_written), "workspace": str(workspace), "record": str(record)}
+
+    @app.tool()
+    async def run_task(task: str, workspace: str = ".", max_iters: int = 20, lm: str | None = None) -> dict[str, Any]:
+        """Hand a task to a deep agent and wait for its result.
+
+        Args:
+            task: what to do, in plain words.
+            workspace: folder (under the server's root) the agent reads and writes files in.
+            max_iters: the most code steps the agent may take.
+            lm: a model id to use instead of the server's (e.g. openai/gpt-4o-mini).
+        """
+        if not task.strip():
+            raise ToolError("task is empty: say what the agent should do")
+        if max_iters < 1:
+            raise ToolError(f"max_iters must be positive, got {max_iters}")
+        folder = workspaces(workspace)
+        return await anyio.to_thread.run_sync(run_sync, task, folder, max_iters, lm)
+
+    @app.tool()
+    def list_runs(workspace: str = ".", status: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+        """The runs in a workspace, newest first (optionally only those with this status)."""
+        if status is not None and status not in ENDED + ("running", "pending"):
+            raise ToolError(f"status {status!r}: one of {', '.join(ENDED + ('running', 'pending'))}")
+        records = list_records([workspaces(workspace)])
+        return [summary(r) for r in records if status is None or r.get("status") == status][: max(limit, 0)]
+
+    @app.tool()
+    def get_run(run_id: str, workspace: str = ".") -> dict[str, Any]:
+        """A run's whole record: task, status, result, every step's reasoning, code and output, files, usage."""
+        folder = workspaces(workspace)
+        path = runs_dir(folder) / f"{run_id}.json"
+        if "/" in run_id or "\\" in run_id or run_id.startswith(".") or not path.is_file():
+            raise ToolError(f"no run {run_id!r} in {folder}")
+        record = load_record(path)
+        record.pop("_path", None)
+        return record
+
+    return app
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m deepagent_magics.mcp", description=__doc__.split("\n")[0])
+    parser.add_argument("--root", default=".", help="the folder workspaces must be under (default: here)")
+    parser.add_argument("--lm", help="model id for the agent (default: DEEPAGENT_LM)")
+    parser.add_argument("--lm-factory", help="module:function returning the LM (a custom or scripted one)")
+    parser.add_argument("--max-depth", type=int, default=2, help="how deep sub-agents may nest")
+    parser.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+    args = parser.parse_args(argv)
+    factory = load_factory(args.lm_factory) if args.lm_factory else None
+    app = build_server(args.root, lm=args.lm, lm_factory=factory, max_depth=args.max_depth)
+    if args.transport == "stdio":
+        app.run("stdio")
+    else:
+        app.run("streamable-http", host=args.host, port=args.port)

@@ -1,0 +1,211 @@
+"""Starting and stopping runs in the server's kernels: a ``%%deepagent`` cell executed there.
+
+`Launcher.start` checks the request, picks the kernel (a running one by id, or a new one
+from the server's kernel manager), chooses the run's id, and executes in that kernel::
+
+    %load_ext deepagent_magics
+    %%deepagent --run-id ID --workspace W --no-interpolate --display text [--lm ...]
+    <task>
+
+so the run is the same as one typed in a notebook: its REPL is that kernel's namespace,
+its record and event log go to ``<W>/.deepagent/runs/``. It returns at once; a background
+task waits for the cell's reply and keeps what went wrong if the run never started (a
+bad ``lm``: the magic's one-line error).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import shlex
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+# Request fields that become %%deepagent flags, with the type each must have.
+FLAGS: dict[str, tuple[str, type | tuple[type, ...]]] = {
+    "lm": ("--lm", str),
+    "sub_lm": ("--sub-lm", str),
+    "max_iters": ("--max-iters", int),
+    "max_llm_calls": ("--max-llm-calls", int),
+    "profile": ("--profile", str),
+    "timeout": ("--timeout", (int, float)),
+    "max_depth": ("--max-depth", int),
+    "max_subagents": ("--max-subagents", int),
+    "subagent_max_iters": ("--subagent-max-iters", int),
+    "subagent_timeout": ("--subagent-timeout", (int, float)),
+    "max_parallel": ("--max-parallel", int),
+}
+FIELDS = {"task", "kernel_id", "kernel_name", "workspace", *FLAGS}
+REPLY_TIMEOUT = 24 * 3600.0  # a run may be long; the wait for its cell's reply is only bookkeeping
+
+
+class RequestError(Exception):
+    """A bad request: ``status`` is the HTTP status to answer with."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class Launch:
+    """A run started through the API, before and after its record exists."""
+
+    id: str
+    task: str
+    kernel_id: str
+    workspace: Path
+    created: float = field(default_factory=time.time)
+    done: bool = False  # the cell's reply came back (the run ended, or never started)
+    error: str | None = None  # the cell failed: the run never started, or ended in an exception
+    kernel_pid: int | None = None  # the kernel's process when the cell was sent (another one: it restarted)
+    task_handle: Any = None
+
+    def stub(self) -> dict[str, Any]:
+        """What is known of the run when it has no record (yet, or ever)."""
+        status = "pending" if not self.done else ("failed" if self.error else "finished")
+        if self.error and "KeyboardInterrupt" in self.error:
+            status = "interrupted"
+        return {"id": self.id, "task": self.task, "status": status, "error": self.error, "steps": [],
+                "kernel_id": self.kernel_id, "workspace": str(self.workspace), "started_at": None,
+                "created_at": self.created}
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+
+
+def cell_code(run_id: str, task: str, workspace: Path, body: dict[str, Any]) -> str:
+    """The code that runs the ``%%deepagent`` cell in the kernel."""
+    flags = ["--run-id", run_id, "--workspace", str(workspace), "--no-interpolate", "--display", "text"]
+    for name, (flag, _) in FLAGS.items():
+        if body.get(name) is not None:
+            flags += [flag, str(body[name])]
+    line = " ".join(shlex.quote(flag) for flag in flags)
+    return ("get_ipython().run_line_magic('load_ext', 'deepagent_magics')\n"
+            f"get_ipython().run_cell_magic('deepagent', {line!r}, {task!r})\n")
+
+
+def check_body(body: Any) -> dict[str, Any]:
+    """The request body, checked: 400 with the reason for anything wrong."""
+    if not isinstance(body, dict):
+        raise RequestError(400, "the body must be a JSON object like {\"task\": \"...\"}")
+    unknown = sorted(set(body) - FIELDS)
+    if unknown:
+        raise RequestError(400, f"unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(FIELDS))}")
+    task = body.get("task")
+    if not isinstance(task, str) or not task.strip():
+        raise RequestError(400, "missing \"task\": a non-empty string, the text of the %%deepagent cell")
+    for name in ("kernel_id", "kernel_name", "workspace"):
+        if body.get(name) is not None and not isinstance(body[name], str):
+            raise RequestError(400, f"\"{name}\" must be a string")
+    for name, (_, kind) in FLAGS.items():
+        value = body.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise RequestError(400, f"\"{name}\" must be {'a number' if kind != str else 'a string'}")
+        if kind != str and value <= 0:
+            raise RequestError(400, f"\"{name}\" must be positive")
+        if isinstance(value, str) and ("\n" in value or not value.strip()):
+            raise RequestError(400, f"\"{name}\" must be one non-empty line")
+    return body
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+class Launcher:
+    """The runs this server started, and how to start and stop them in its kernels."""
+
+    def __init__(self, kernel_manager: Any):
+        self.kernel_manager = kernel_manager
+        self.launches: dict[str, Launch] = {}
+
+    def has_kernel(self, kernel_id: str) -> bool:
+        return kernel_id in self.kernel_manager.list_kernel_ids()
+
+    def kernel_pid(self, kernel_id: str) -> int | None:
+        try:
+            return getattr(getattr(self.kernel_manager.get_kernel(kernel_id), "provisioner", None), "pid", None)
+        except KeyError:
+            return None
+
+    def lost(self, launch: Launch) -> str | None:
+        """Why the kernel can no longer be running the launch's cell, or None."""
+        if not self.has_kernel(launch.kernel_id):
+            return "its kernel is gone"
+        pid = self.kernel_pid(launch.kernel_id)
+        if launch.kernel_pid is not None and pid is not None and pid != launch.kernel_pid:
+            return "its kernel died or was restarted"
+        return None
+
+    def kernel_busy(self, kernel_id: str) -> bool:
+        """Whether the kernel is executing something (the server follows its status messages)."""
+        try:
+            return getattr(self.kernel_manager.get_kernel(kernel_id), "execution_state", "busy") == "busy"
+        except KeyError:
+            return False
+
+    async def start(self, body: dict[str, Any], workspace: Path) -> Launch:
+        kernel_id = body.get("kernel_id")
+        if kernel_id is not None and not self.has_kernel(kernel_id):
+            raise RequestError(404, f"no running kernel {kernel_id!r}")
+        if kernel_id is None:
+            options = {"kernel_name": body["kernel_name"]} if body.get("kernel_name") else {}
+            try:
+                kernel_id = await _maybe_await(self.kernel_manager.start_kernel(path=None, **options))
+            except Exception as exc:  # e.g. no such kernel spec
+                raise RequestError(400, f"could not start a kernel: {exc}") from exc
+        launch = Launch(new_run_id(), body["task"], kernel_id, workspace)
+        self.launches[launch.id] = launch
+        launch.task_handle = asyncio.ensure_future(self._execute(launch, cell_code(launch.id, launch.task,
+                                                                                 workspace, body)))
+        return launch
+
+    async def _execute(self, launch: Launch, code: str) -> None:
+        client = None
+        try:
+            client = self.kernel_manager.get_kernel(launch.kernel_id).client()
+            client.start_channels()
+            await _maybe_await(client.wait_for_ready(timeout=120))
+            launch.kernel_pid = self.kernel_pid(launch.kernel_id)
+            msg_id = client.execute(code, store_history=False, allow_stdin=False)
+            deadline = time.monotonic() + REPLY_TIMEOUT
+            while time.monotonic() < deadline:
+                try:
+                    reply = await _maybe_await(client.get_shell_msg(timeout=1.0))
+                except Exception:  # queue.Empty: nothing yet
+                    lost = self.lost(launch)
+                    if lost:
+                        launch.error = f"the run did not end: {lost}"
+                        return
+                    continue
+                if reply.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue
+                content = reply.get("content", {})
+                if content.get("status") != "ok":
+                    launch.error = f"{content.get('ename', 'Error')}: {content.get('evalue', '')}".strip()
+                return
+        except Exception as exc:
+            launch.error = f"could not run the cell in kernel {launch.kernel_id}: {exc}"
+            log.warning("deepagent run %s: %s", launch.id, launch.error)
+        finally:
+            launch.done = True
+            if client is not None:
+                try:
+                    client.stop_channels()
+                except Exception:
+                    pass
+
+    async def stop(self, launch: Launch) -> None:
+        if not self.has_kernel(launch.kernel_id):
+            raise RequestError(409, f"run {launch.id}: its kernel {launch.kernel_id} is gone")
+        await _maybe_await(self.kernel_manager.interrupt_kernel(launch.kernel_id))
