@@ -26,6 +26,7 @@ STEPS = [
 
 @pytest.fixture(autouse=True)
 def fresh_threads(monkeypatch, _shell):
+    monkeypatch.setattr(_shell.magics_manager.registry["DeepAgentMagics"], "runs", [])  # earlier tests' runs
     monkeypatch.setattr(threads, "_threads", {})
     monkeypatch.setattr(threads, "_thread_of_run", {})
     yield
