@@ -103,7 +103,7 @@ def test_secrets_never_reach_the_log(workspace, monkeypatch):
     ])
     lm.kwargs["api_key"] = lm_key
     run = DeepAgent(lm=lm, workspace=workspace).run(f"use the key {env_key}", {"lm": lm})
-    assert run.status == "finished" and lm_key in run.result
+    assert run.status == "finished" and lm_key in run.prediction.result  # run.result is scrubbed too
     text = events_path(workspace, run.id).read_text()
     assert "PLANTED" not in text and "ghp_aaaa" not in text and "[REDACTED]" in text
     assert read_events(events_path(workspace, run.id)).finished

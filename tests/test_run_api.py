@@ -311,7 +311,7 @@ def test_a_crashed_runs_stream_ends_saying_so(server):
     assert events[-1]["event"] == "ended_mid_run" and "kernel" in events[-1]["data"]["reason"], events[-1]
     assert "run_finished" not in [e["event"] for e in events] and events[0]["event"] == "run_started"
     status, record = server.call("GET", f"/deepagent/api/runs/{reply['id']}")
-    assert status == 200 and record["status"] == "running"  # what the record says of a crashed run
+    assert status == 200 and record["status"] == "abandoned"  # a crashed run reads as abandoned
     status, _ = server.call("DELETE", f"/api/kernels/{kernel_id}")
     assert status == 204
     events, _, _ = sse(server, reply["id"], timeout=60)  # a kernel gone for good: the stream ends too
