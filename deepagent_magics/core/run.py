@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator
 
 log = logging.getLogger(__name__)
 
-STATUSES = ("pending", "running", "finished", "failed", "interrupted")
+STATUSES = ("pending", "running", "finished", "failed", "interrupted", "stopped", "budget_exhausted")
 
 # Event kinds, in the order a run usually emits them.
 RUN_STARTED = "run_started"

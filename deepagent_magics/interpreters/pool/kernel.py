@@ -9,7 +9,6 @@ unix sockets in a private directory, and gets the kernel-side runtime
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import shutil
@@ -24,7 +23,8 @@ import zmq
 from jupyter_client import AsyncKernelManager, BlockingKernelClient
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 
-from .. import kernel_side
+from ...core.calling import run_coroutine as _run_async
+from .. import guards, kernel_side
 from ..kernel_side import RUNTIME_NAME
 from . import lifecycle
 
@@ -36,6 +36,9 @@ STARTUP_TIMEOUT = 60.0
 _INSTALL = (
     "def _deepagent_install(source):\n"
     "    import sys, types\n"
+    "    guards = types.ModuleType('_deepagent_guards')  # kernel_side imports it\n"
+    "    exec(compile({guards!r}, '<deepagent guards>', 'exec'), guards.__dict__)\n"
+    "    sys.modules[guards.__name__] = guards\n"
     "    module = types.ModuleType('_deepagent_kernel_side')\n"
     "    exec(compile(source, {filename!r}, 'exec'), module.__dict__)\n"
     "    sys.modules[module.__name__] = module\n"
@@ -118,7 +121,7 @@ class Kernel:
             self.client.load_connection_file()
             self.client.start_channels(hb=False)
             self._wait_ready(timeout)
-            self.run_setup(_INSTALL.format(source=_source(), filename=kernel_side.RUNTIME_FILENAME,
+            self.run_setup(_INSTALL.format(source=_source(), guards=_guards_source(), filename=kernel_side.RUNTIME_FILENAME,
                                            host_pid=os.getpid(), lifeline_fd=lifecycle.lifeline(), kernel_dir=self.dir),
                            timeout)
             self._preinstall_dspy_shim(timeout)
@@ -258,29 +261,6 @@ class Kernel:
         return f"<Kernel {self.kernel_name} pid={self.pid} {state}>"
 
 
-def _run_async(coroutine: Any) -> Any:
-    """Run a coroutine to completion from synchronous code, in this thread or (when a loop
-    already runs here, as on a notebook's main thread) in a helper thread."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    outcome: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            outcome["value"] = asyncio.run(coroutine)
-        except BaseException as exc:
-            outcome["error"] = exc
-
-    helper = threading.Thread(target=run, name="deepagent-kernel-start", daemon=True)
-    helper.start()
-    helper.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("value")
-
-
 _zmq_context: zmq.Context | None = None
 
 
@@ -307,3 +287,8 @@ def _source() -> str:
 
 
 _SOURCE: str | None = None
+
+
+def _guards_source() -> str:
+    with open(guards.__file__, encoding="utf-8") as handle:
+        return handle.read()
