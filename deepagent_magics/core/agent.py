@@ -20,10 +20,10 @@ from . import extensions, threads
 from .compaction import DEFAULT_COMPACT_AT
 from .lm import lm_label, resolve_lm
 from .namespace import summarize_namespace
-from .observer import UsageSink, observe_steps
+from .observer import HISTORY_SIZE, UsageSink, observe_steps
 from .profiles import instructions_hash, load_profile
 from .run import Listener, Run
-from .session import Session, activate, deactivate
+from .session import NamespaceBusy, Session, activate, claim, deactivate, release
 from .workspace import Workspace
 
 DEFAULT_TIMEOUT = 120.0  # seconds one code block may run
@@ -189,15 +189,38 @@ class DeepAgent(dspy.Module):
 
         A failure of the agent (the LM, the provider) ends the run with status
         ``failed`` and the error on ``run.error``; the namespace, the workspace and the
-        trajectory so far are kept. A KeyboardInterrupt ends it ``interrupted`` and is
-        re-raised. ``thread`` continues a conversation (a `Thread`, or a thread or run id;
-        `core.threads`): the earlier turns head the ``context``.
+        trajectory so far are kept. Whatever else is raised, the run ends in a final
+        status first: a KeyboardInterrupt ``interrupted``, any other BaseException (or an
+        error while setting up) ``failed``; then it is re-raised. A namespace another
+        run is using is refused at once with `NamespaceBusy`. ``thread`` continues a
+        conversation (a `Thread`, or a thread or run id; `core.threads`): the earlier turns
+        head the ``context``.
         """
-        lm = resolve_lm(self.lm, namespace=namespace)
-        sub_lm = resolve_lm(self.sub_lm, namespace=namespace) if self.sub_lm is not None else None
+        user_namespace = namespace
         namespace = {} if namespace is None else namespace
+        run = run or Run(task, profile=self.profile, depth=self.depth)
+        try:
+            claim(namespace, run)
+        except NamespaceBusy as exc:
+            run.finish("failed", error=f"NamespaceBusy: {exc}")
+            raise
+        try:
+            return self._run(run, task, user_namespace, namespace, context, listeners, shell, workspace, thread)
+        except KeyboardInterrupt:
+            run.finish("interrupted", error="KeyboardInterrupt")
+            raise
+        except BaseException as exc:
+            run.exception = exc
+            run.finish("failed", error=f"{type(exc).__name__}: {exc}")
+            raise
+        finally:
+            release(namespace, run)
+
+    def _run(self, run: Run, task: str, user_namespace: dict[str, Any] | None, namespace: dict[str, Any],
+             context: str, listeners: Iterable[Listener], shell: Any, workspace: Any, thread: Any = None) -> Run:
+        lm = resolve_lm(self.lm, namespace=user_namespace)
+        sub_lm = resolve_lm(self.sub_lm, namespace=user_namespace) if self.sub_lm is not None else None
         config = self.config() | {"lm": lm_label(lm)}
-        run = run or Run(task, config=config, profile=self.profile, depth=self.depth)
         run.config.update(config)
         for listener in listeners:
             run.subscribe(listener)
@@ -223,16 +246,15 @@ class DeepAgent(dspy.Module):
         token = activate(session)
         try:
             # The run's own usage sink replaces any outer run's: a sub-agent's LM calls count once, for it.
-            with dspy.context(lm=lm, caller_modules=[UsageSink(run)], disable_history=False):
+            # DSPy keeps at most HISTORY_SIZE entries per LM and module; the sink trims the global history.
+            with dspy.context(lm=lm, caller_modules=[UsageSink(run)], disable_history=False,
+                              max_history_size=HISTORY_SIZE):
                 prediction = self.rlm(
                     task=task,
                     context=context or "",
                     notebook_variables=summary,
                     interpreter_factory=self.interpreter_factory(session, namespace, shell),
                 )
-        except KeyboardInterrupt:
-            run.finish("interrupted", error="KeyboardInterrupt")
-            raise
         except Exception as exc:
             run.exception = exc
             run.finish("failed", error=f"{type(exc).__name__}: {exc}")

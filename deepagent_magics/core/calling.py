@@ -1,12 +1,16 @@
-"""How agent code calls a tool: positional or keyword arguments, bound to the tool's signature.
+"""How agent code calls a tool: positional or keyword arguments, bound to the tool's signature;
+an async tool's coroutine run to completion.
 
 RLM hands interpreters keyword-only wrappers (``invoke(**kwargs)``) that carry the
-original function's ``__signature__``; models write ``read_file("a.txt", 10)``.
+original function's ``__signature__``; models write ``read_file("a.txt", 10)``. For an
+``async def`` tool RLM's wrapper is a coroutine function: agent code calls it like any
+other tool and gets the value, as in DSPy's own interpreters (`awaiting`, `run_coroutine`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import threading
 from typing import Any, Callable
@@ -59,18 +63,42 @@ def _flatten(bound: inspect.BoundArguments, signature: inspect.Signature) -> dic
     return out
 
 
-def run_coroutine(coroutine: Any) -> Any:
-    """Run a coroutine to completion from synchronous code, in this thread or (when a loop
-    already runs here, as on a notebook's main thread) in a helper thread."""
+def awaiting(tool: Callable[..., Any]) -> Callable[..., Any]:
+    """``tool`` as a plain function: an awaitable it returns is run to completion (`run_coroutine`)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        result = tool(*args, **kwargs)
+        return run_coroutine(result, copy_context=True) if inspect.isawaitable(result) else result
+
+    copy_metadata(call, tool)
+    if not hasattr(call, "__signature__"):
+        try:
+            call.__signature__ = inspect.signature(tool)  # type: ignore[attr-defined]
+        except (TypeError, ValueError):
+            pass
+    return call
+
+
+def run_coroutine(awaitable: Any, *, copy_context: bool = False) -> Any:
+    """Run ``awaitable`` to completion from synchronous code and return its value.
+
+    In this thread when no event loop runs here; else (a notebook's main thread runs
+    ipykernel's loop, which cannot be re-entered) in a helper thread: with
+    ``copy_context``, in a copy of this thread's context (so a tool sees the run's
+    `dspy.context` settings and session); without, in a fresh one (jupyter_client caches
+    its event loop in a context variable that must not cross threads).
+    """
+    coroutine = awaitable if inspect.iscoroutine(awaitable) else _await(awaitable)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coroutine)
+    context = contextvars.copy_context() if copy_context else None
     outcome: dict[str, Any] = {}
 
     def run() -> None:
         try:
-            outcome["value"] = asyncio.run(coroutine)
+            outcome["value"] = context.run(asyncio.run, coroutine) if context is not None else asyncio.run(coroutine)
         except BaseException as exc:
             outcome["error"] = exc
 
@@ -80,3 +108,7 @@ def run_coroutine(coroutine: Any) -> Any:
     if "error" in outcome:
         raise outcome["error"]
     return outcome.get("value")
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable

@@ -12,10 +12,21 @@ every module, adapter and LM call):
   sink's ``history`` records it on the run and keeps nothing, so a long run does not
   hold its prompts. Each run (a sub-agent's too) gets a sink of its own in its own
   context: usage is exact per run even when sub-agents share one LM in parallel.
+
+A run's history is bounded. Each step's prompt holds the whole REPL history, so a
+200-step run's prompts grow to hundreds of KB each and keeping them all grows memory
+with the square of the steps. The run's loop runs in ``dspy.context(max_history_size=
+HISTORY_SIZE)`` (each LM's and module's own history) and the sink strips the heavy
+fields (`HEAVY_FIELDS`) of this run's entries older than the last `KEEP_FULL`: the same
+dicts DSPy keeps in ``dspy.clients.base_lm.GLOBAL_HISTORY`` (its 10,000-entry global
+history), so usage, cost and time stay and ``dspy.inspect_history()`` still works.
+`tests/test_dspy_contract.py` fails loudly if DSPy stops sharing the entry objects.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import deque
 from typing import Any
 
 import dspy
@@ -56,11 +67,28 @@ def observe_steps(rlm: Any) -> None:
         predictor.__class__ = StepPredict
 
 
+HISTORY_SIZE = 3  # entries each LM and module keeps during a run (>= 1: DSPy skips caller modules at 0)
+KEEP_FULL = 3  # this run's newest history entries kept whole
+HEAVY_FIELDS = ("messages", "prompt", "response", "outputs", "request")
+TRIMMED = "[trimmed by deepagent-magics to bound a long run's memory]"
+
+
+def strip_entry(entry: dict[str, Any]) -> None:
+    """Drop an entry's prompt and response in place (the dict DSPy's histories hold)."""
+    for name in HEAVY_FIELDS:
+        if name in entry:
+            entry[name] = None
+    entry["prompt"] = TRIMMED
+    entry["outputs"] = [TRIMMED]
+
+
 class _Sink:
     """A ``history`` list that records each appended entry on the run and keeps none."""
 
     def __init__(self, run: Run):
         self.run = run
+        self._recent: deque[dict[str, Any]] = deque()
+        self._lock = threading.Lock()  # llm_query_batched calls from several threads
 
     def append(self, entry: dict[str, Any]) -> None:
         usage = entry.get("usage") or {}
@@ -70,6 +98,12 @@ class _Sink:
             int(usage.get("completion_tokens") or usage.get("output_tokens") or 0),
             entry.get("cost"),
         )
+        if isinstance(entry, dict):
+            with self._lock:
+                self._recent.append(entry)
+                old = [self._recent.popleft() for _ in range(len(self._recent) - KEEP_FULL)]
+            for each in old:
+                strip_entry(each)
 
     def pop(self, index: int = -1) -> None:
         return None

@@ -26,7 +26,7 @@ from .redaction import scrub
 
 log = logging.getLogger(__name__)
 
-STATUSES = ("pending", "running", "finished", "failed", "interrupted", "abandoned")
+STATUSES = ("pending", "running", "finished", "failed", "interrupted", "stopped", "budget_exhausted", "abandoned")
 # "abandoned": read from a record whose writing process died mid-run (records/), never set on a live run
 
 # Event kinds, in the order a run usually emits them.

@@ -4,6 +4,10 @@
 can tune it and `save` can store it). The tools find the run they belong to
 through `current()`, which each interpreter sets around every tool call it makes,
 from whatever thread the agent's code calls it.
+
+One run at a time per namespace: `claim` marks a namespace (a dict, by identity) as
+used by a run until `release`; a second run on it is refused with `NamespaceBusy`.
+Two runs sharing one namespace would snapshot and restore each other's names.
 """
 
 from __future__ import annotations
@@ -65,3 +69,31 @@ def activate(session: Session) -> contextvars.Token:
 
 def deactivate(token: contextvars.Token) -> None:
     _current.reset(token)
+
+
+class NamespaceBusy(RuntimeError):
+    """Another run is using this namespace; a second run on it is refused (one line for the user)."""
+
+
+_claims: dict[int, tuple[dict[str, Any], Run]] = {}  # id(namespace) -> (the namespace, kept alive; its run)
+_claims_lock = threading.Lock()
+
+
+def claim(namespace: dict[str, Any], run: Run) -> None:
+    """Mark ``namespace`` as used by ``run``; `NamespaceBusy` if another run is using it."""
+    with _claims_lock:
+        holder = _claims.get(id(namespace))
+        if holder is not None and holder[0] is namespace:
+            raise NamespaceBusy(
+                f"another agent run ({holder[1].id}, {holder[1].status}) is using this namespace; "
+                "wait for it to finish, or give this run a namespace of its own"
+            )
+        _claims[id(namespace)] = (namespace, run)
+
+
+def release(namespace: dict[str, Any], run: Run) -> None:
+    """End ``run``'s claim on ``namespace`` (a no-op when it holds none)."""
+    with _claims_lock:
+        holder = _claims.get(id(namespace))
+        if holder is not None and holder[0] is namespace and holder[1] is run:
+            del _claims[id(namespace)]

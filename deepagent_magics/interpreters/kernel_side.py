@@ -28,6 +28,15 @@ import linecache
 import os
 import threading
 import traceback
+from contextlib import nullcontext
+
+try:
+    from . import guards  # on the host, in the package
+except ImportError:  # in a kernel: the pool installs guards' source first, as this module
+    try:
+        import _deepagent_guards as guards
+    except ImportError:
+        guards = None
 
 try:  # on the host, as part of the package
     from . import processes, wire
@@ -156,14 +165,20 @@ class Runtime:
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         body, tail = split_trailing_expression(tree)
         try:
-            try:
-                exec(compile(body, filename, "exec"), self.namespace)
-                value = eval(compile(tail, filename, "eval"), self.namespace) if tail is not None else None
-            except Submitted as submitted:
-                return {"status": "submit", "output": wire.to_wire(submitted.output, "a SUBMIT value")}
+            # exit()/quit()/ask_exit() would end this kernel after the step: refused (`guards`). The kernel's
+            # own process kills (os._exit) stay: it is the sub-agent's disposable process, watched by the host.
+            with guards.guarded(kills=False) if guards is not None else nullcontext():
+                try:
+                    exec(compile(body, filename, "exec"), self.namespace)
+                    value = eval(compile(tail, filename, "eval"), self.namespace) if tail is not None else None
+                except Submitted as submitted:
+                    return {"status": "submit", "output": wire.to_wire(submitted.output, "a SUBMIT value")}
         except KeyboardInterrupt:
             return {"status": "interrupted"}
-        except BaseException as exc:  # the agent's own error (SystemExit included): reported to the LM
+        except (SystemExit, GeneratorExit) as exc:  # reported to the LM, with why it may not exit
+            hint = "\n" + guards.exit_error(exc) if guards is not None else ""
+            return {"status": "error", "traceback": format_traceback(exc) + hint}
+        except BaseException as exc:  # the agent's own error: reported to the LM
             return {"status": "error", "traceback": format_traceback(exc)}
         return {"status": "ok", "echo": None if value is None else echo(value)}
 

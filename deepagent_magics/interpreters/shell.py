@@ -5,21 +5,30 @@ the user's variables by name and what it defines stays in the notebook. During a
 run the interpreter binds the tools, ``SUBMIT`` and DSPy's sandbox ``dspy`` shim
 into that namespace; `shutdown` puts every name the user had bound back to the
 object it held before (the agent is told to create new names instead of rebinding
-the user's; a rebinding it made anyway is kept on ``reverted``).
+the user's; a rebinding it made anyway is kept on ``reverted``), and takes away the
+names the agent created that shadow a builtin (``print = ...``), kept on ``reverted`` too.
+
+While agent code runs, exits and self-signals are refused (`guards`): ``exit()``,
+``sys.exit()``, ``os._exit()`` and the like become an error the agent reads; the
+kernel lives. Each block runs under its `TimeLimit`. DSPy's interpreter callbacks fire
+for start-up, each execution, each tool call (`invoke_tool`) and shutdown; an ``async``
+tool's coroutine is run to completion, so agent code gets its value.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import linecache
 import time
 from contextlib import nullcontext
 from typing import Any, Callable
 
-from dspy.primitives.code_interpreter import CodeExecutionError, FinalOutput
+from dspy.primitives.code_interpreter import CodeExecutionError, CodeInterpreterError, FinalOutput
+from dspy.utils.callback import with_callbacks
 
 from ..core.agent import DEFAULT_TIMEOUT
-from ..core.calling import accept_positional, copy_metadata
+from ..core.calling import accept_positional, awaiting, copy_metadata
 from ..core.run import Run
 from ..core.session import Session
 from .capture import capture_displays, capture_streams
@@ -31,6 +40,7 @@ from .kernel_side import (
     make_submit,
     split_trailing_expression,
 )
+from .guards import exit_error, guarded
 from .steps import StepInterpreter
 from .time_limit import ExecutionTimeout, TimeLimit
 
@@ -70,18 +80,26 @@ class ShellInterpreter(StepInterpreter):
         self._wrap_tool = wrap_tool or accept_positional
         self._before: dict[str, Any] | None = None
         self._injected: dict[str, Any] = {}
+        self._tools: dict[str, Callable[..., Any]] = {}  # name -> the tool as agent code calls it
         self._executions = 0
         self._in_tool = 0
         self._tool_seconds = 0.0
+        self._ended = False
         self.reverted: dict[str, Any] = {}
+        self.callbacks: list[Any] = []  # DSPy callbacks of this interpreter only (with dspy.settings.callbacks)
 
     # ------------------------------------------------------------- lifecycle
+    @with_callbacks
     def start(self) -> None:
+        if self._ended:
+            raise CodeInterpreterError("this ShellInterpreter has been shut down")
         if self._before is None:
             self._before = dict(self.namespace)  # references only: no copies of the data
 
+    @with_callbacks
     def shutdown(self) -> None:
         """Unbind what the run injected and restore every name the user had bound."""
+        self._ended = True
         if self._before is None:
             return
         before, self._before = self._before, None
@@ -99,13 +117,23 @@ class ShellInterpreter(StepInterpreter):
         shim = self._injected.get("_dspy")
         if shim is not None and "dspy" not in before and namespace.get("dspy") is shim:
             del namespace["dspy"]
+        for name in [name for name in namespace if name not in before and _shadows_builtin(name)]:
+            self.reverted[name] = namespace.pop(name)  # `print = ...` would break the user's print
         self._injected = {}
         if self.run is not None and self.reverted:
             self.run.reverted.update(self.reverted)
 
     # ------------------------------------------------------------- execution
+    @with_callbacks
+    def execute(self, code: str, variables: dict[str, Any] | None = None) -> Any:
+        """Run ``code`` in the namespace (see `StepInterpreter.execute`); not after `shutdown`."""
+        if self._ended:
+            raise CodeInterpreterError("this ShellInterpreter has been shut down")
+        return super().execute(code, variables)
+
     def _execute(self, code: str, variables: dict[str, Any] | None) -> Any:
-        self.start()
+        if self._before is None:
+            self.start()
         self._bind_tools()
         is_facade = bool(variables) and _FACADE_TOKEN in variables
         self._executions += 0 if is_facade else 1
@@ -118,8 +146,9 @@ class ShellInterpreter(StepInterpreter):
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         body, tail = split_trailing_expression(tree)
 
+        limit = self._time_limit()
         try:
-            with capture_streams() as stream, capture_displays(self.shell, stream), self._time_limit():
+            with capture_streams() as stream, capture_displays(self.shell, stream), guarded(), limit:
                 try:
                     if body.body:
                         exec(compile(body, filename, "exec"), self.namespace)
@@ -127,15 +156,19 @@ class ShellInterpreter(StepInterpreter):
                 except Submitted as submitted:
                     return FinalOutput(submitted.output)
         except ExecutionTimeout:
+            limit.close()  # one delivered before its __exit__ ran
             raise CodeExecutionError(
                 f"TimeoutError: this code ran longer than {self.timeout:g} s and was stopped. Variables it "
                 "assigned before that are kept. Work in smaller pieces, or avoid unbounded loops."
             ) from None
-        except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        except KeyboardInterrupt:
             raise
+        except (SystemExit, GeneratorExit) as exc:  # exiting would end the user's kernel: refused
+            raise CodeExecutionError(format_traceback(exc) + "\n" + exit_error(exc)) from None
         except BaseException as exc:  # the agent's own error, reported to the LM
             raise CodeExecutionError(format_traceback(exc)) from None
         finally:
+            limit.close()
             if values_before is not None:
                 for name, value in self.namespace.items():
                     if values_before.get(name, _MISSING) is not value:
@@ -151,7 +184,8 @@ class ShellInterpreter(StepInterpreter):
     def _bind_tools(self) -> None:
         for name, tool in self.tools.items():
             if name not in self._injected or getattr(self._injected[name], "_deepagent_tool", None) is not tool:
-                wrapped = self._timed(self._wrap_tool(name, tool))
+                self._tools[name] = self._wrap_tool(name, awaiting(tool))
+                wrapped = self._calling(name, self._tools[name])
                 wrapped._deepagent_tool = tool  # type: ignore[attr-defined]
                 self._injected[name] = wrapped
             self.namespace[name] = self._injected[name]
@@ -167,27 +201,44 @@ class ShellInterpreter(StepInterpreter):
             self.namespace[name] = value
             self._injected[name] = value
 
-    def _timed(self, tool: Callable[..., Any]) -> Callable[..., Any]:
-        """Time spent inside tools (a sub-agent, an LM call) does not count against the code's time limit."""
+    def _calling(self, name: str, tool: Callable[..., Any]) -> Callable[..., Any]:
+        """What agent code calls: the tool, through `invoke_tool`."""
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            self._in_tool += 1
-            started = time.monotonic()
-            try:
-                return tool(*args, **kwargs)
-            finally:
-                self._tool_seconds += time.monotonic() - started
-                self._in_tool -= 1
+            return self.invoke_tool(name, args, kwargs)
 
         copy_metadata(call, tool)
         return call
 
+    @with_callbacks
+    def invoke_tool(self, tool_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Call one tool for agent code. Its time (a sub-agent, an LM call) does not count against the limit."""
+        tool = self._tools.get(tool_name)
+        if tool is None:
+            raise CodeInterpreterError(f"Unknown tool: {tool_name}")
+        self._in_tool += 1
+        started = time.monotonic()
+        try:
+            return tool(*args, **kwargs)
+        finally:
+            self._tool_seconds += time.monotonic() - started
+            self._in_tool -= 1
+
     # ------------------------------------------------------------- time limit
     def _time_limit(self) -> Any:
         if not self.timeout:
-            return nullcontext()
+            return _NoLimit()
         self._tool_seconds = 0.0
-        return TimeLimit(self.timeout, lambda: self._in_tool, lambda: self._tool_seconds)()
+        return TimeLimit(self.timeout, lambda: self._in_tool, lambda: self._tool_seconds)
+
+
+class _NoLimit(nullcontext):
+    def close(self) -> None:
+        pass
+
+
+def _shadows_builtin(name: str) -> bool:
+    return not name.startswith("_") and hasattr(builtins, name)
 
 
 class ShellInterpreterFactory:
