@@ -54,3 +54,29 @@ def test_usage_is_counted_once_per_lm_call_and_per_run(workspace):
     run = DeepAgent(lm=lm, workspace=workspace).run("ask", {})
     assert run.status == "finished" and run.result == "hello"
     assert run.usage.lm_calls == len(lm.requests) == 3  # two steps and one llm_query
+
+
+def test_the_global_history_holds_the_same_entry_dicts_the_caller_modules_see(workspace):
+    """core/observer.py: the sink trims a long run's memory by stripping, in place, the heavy fields of the
+    entry dicts it is handed; that bounds DSPy's GLOBAL_HISTORY only if DSPy appends the same objects
+    there, with those fields, and honours ``max_history_size`` (>= 1) for each LM and caller module."""
+    from dspy.clients import base_lm
+
+    from deepagent_magics.core.observer import HEAVY_FIELDS, strip_entry
+
+    seen = []
+
+    class Catcher:
+        history = type("H", (list,), {"append": lambda self, entry: seen.append(entry)})()
+
+    lm = ScriptedLM([], replies="hello")
+    with dspy.context(lm=lm, caller_modules=[Catcher()], max_history_size=2):
+        for _ in range(4):
+            lm("a plain call")
+    assert len(seen) == 4 and seen[-1] is base_lm.GLOBAL_HISTORY[-1]
+    assert all(any(entry is kept for kept in base_lm.GLOBAL_HISTORY) for entry in seen)
+    assert {"messages", "prompt", "response", "outputs", "usage", "model"} <= set(seen[-1])
+    assert set(HEAVY_FIELDS) - {"request"} <= set(seen[-1])
+    assert len(lm.history) == 2  # max_history_size bounds each LM's own history
+    strip_entry(seen[0])
+    dspy.inspect_history(n=4)  # a stripped entry still prints

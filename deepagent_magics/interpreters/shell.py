@@ -45,6 +45,7 @@ from .steps import StepInterpreter
 from .time_limit import ExecutionTimeout, TimeLimit
 
 _MISSING = object()
+TIMEOUT_ECHO = 2_000  # characters of what timed-out code printed, kept in its error
 _FACADE_TOKEN = "__dspy_host_token"
 
 EXECUTION_INSTRUCTIONS = (
@@ -146,7 +147,7 @@ class ShellInterpreter(StepInterpreter):
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         body, tail = split_trailing_expression(tree)
 
-        limit = self._time_limit()
+        limit, stream = self._time_limit(), None
         try:
             with capture_streams() as stream, capture_displays(self.shell, stream), guarded(), limit:
                 try:
@@ -157,8 +158,10 @@ class ShellInterpreter(StepInterpreter):
                     return FinalOutput(submitted.output)
         except ExecutionTimeout:
             limit.close()  # one delivered before its __exit__ ran
+            printed = stream.getvalue()[-TIMEOUT_ECHO:] if stream is not None else ""
             raise CodeExecutionError(
-                f"TimeoutError: this code ran longer than {self.timeout:g} s and was stopped. Variables it "
+                (printed.rstrip("\n") + "\n" if printed.strip() else "")
+                + f"TimeoutError: this code ran longer than {self.timeout:g} s and was stopped. Variables it "
                 "assigned before that are kept. Work in smaller pieces, or avoid unbounded loops."
             ) from None
         except KeyboardInterrupt:

@@ -7,30 +7,32 @@ interpreter reports it through ``in_tool``/``tool_seconds``).
 Models write retry loops with a bare ``except:``, and code may run off the main
 thread (an evaluation runs agents in worker threads) or switch the timer off. So:
 
-- A watchdog thread per block (outside the agent's reach: it keeps no state the code
-  sees and survives exceptions thrown at it) raises `ExecutionTimeout` in the block's
-  thread once the time is up, and again every `RETRY` seconds until the block is gone:
-  SIGALRM sent to the main thread with ``pthread_kill`` (so a sleeping main thread
-  wakes), an asynchronous exception in any other thread.
-- Once raised, the exception re-arms itself in the code's thread: a trace function
-  raises it again on the next line the code runs, so an ``except`` clause that catches
-  it is left at its first line.
+- One watchdog thread (a bare thread, not in ``threading.enumerate()``, that survives
+  exceptions thrown at it) raises `ExecutionTimeout` in a block's thread once its time
+  is up, and again every `RETRY` seconds until the block is gone: SIGALRM sent to the
+  main thread with ``pthread_kill`` (a sleeping main thread wakes), an asynchronous
+  exception in any other thread.
+- Once raised, the exception arms a trace function in the code's thread that raises it
+  again at the next line the code runs, so an ``except`` clause that catches it is left
+  at once (one level per delivery: CPython switches tracing off when a trace function
+  raises, and each delivery arms it again).
 - While a limited block runs, ``time.sleep`` is an interruptible sleep that honours the
   limit (Python cannot interrupt a C sleep in a worker thread), and the calls that would
-  switch the timer off are refused: ``signal.signal(SIGALRM, ...)``,
-  ``signal.setitimer(ITIMER_REAL, ...)``, ``signal.alarm``, ``signal.siginterrupt(SIGALRM)``
-  and ``signal.pthread_sigmask`` blocking SIGALRM.
-- When the block ends nothing more is delivered: the watchdog stops under a lock, a
-  pending asynchronous exception is cleared, the previous SIGALRM handler and trace
-  function are restored.
+  switch the timer off are refused (`timer_patches`).
+- When the block ends nothing more is delivered: it is marked inactive under the lock
+  the watchdog delivers under, a pending asynchronous exception is cleared, the previous
+  SIGALRM handler and trace function are restored.
 
-Not stoppable: one long call into C that holds the GIL (a catastrophic regular expression,
-``sum(range(10**12))``), blocking calls other than ``time.sleep`` in a worker thread, and
-threads the code started itself. The exception is delivered when the call returns.
+The code on the agent's side of this module takes no lock an exception could leave held
+and calls nothing an exception could leave half-done. Not stoppable: one long call into
+C that holds the GIL (a catastrophic regular expression, ``sum(range(10**12))``),
+blocking calls other than ``time.sleep`` in a worker thread, threads the code started
+itself. The exception is delivered when the call returns.
 """
 
 from __future__ import annotations
 
+import _thread
 import ctypes
 import signal
 import sys
@@ -38,7 +40,8 @@ import threading
 import time
 from typing import Any, Callable
 
-from .guards import ORIGINAL, Patches
+from .guards import ORIGINAL
+from .timer_patches import make_timer_patches
 
 RETRY = 0.1  # seconds between raises once the time is up
 
@@ -46,8 +49,7 @@ _monotonic = time.monotonic
 _real_sleep = time.sleep
 _pthread_kill = ORIGINAL["pthread_kill"]
 _set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
-_real = {name: getattr(signal, name, None)
-         for name in ("signal", "setitimer", "alarm", "siginterrupt", "pthread_sigmask")}
+_real_signal = signal.signal
 _settrace, _gettrace = sys.settrace, sys.gettrace
 _local = threading.local()  # .stack: the limited blocks running in this thread, innermost last
 
@@ -55,15 +57,21 @@ _local = threading.local()  # .stack: the limited blocks running in this thread,
 class ExecutionTimeout(BaseException):
     """Raised inside agent code that ran past its time limit (a BaseException, so `except Exception` can't eat it).
 
-    Creating one in a thread whose block has expired arms the trace function there, so
-    code that catches it gets it again on its next line (an asynchronous exception is
-    created in the target thread, when it is caught)."""
+    Creating one in a thread whose block has expired arms the trace function there (an
+    asynchronous exception is created in the target thread, when it is caught)."""
 
     def __init__(self, *args: Any):
         super().__init__(*args)
         block = _expired_block()
         if block is not None:
+            block.caught = block.deliveries
             block.arm(sys._getframe(1))
+
+
+def _unarmed() -> ExecutionTimeout:
+    """An `ExecutionTimeout` that arms nothing: raised from the signal handler and the trace function,
+    where CPython must not have tracing switched on (a signal handler that does leaves the thread stuck)."""
+    return ExecutionTimeout.__new__(ExecutionTimeout)
 
 
 class TimeLimit:
@@ -85,13 +93,13 @@ class TimeLimit:
     def __enter__(self) -> "TimeLimit":
         self.deadline = _monotonic() + self.seconds
         block = _Block(self, sys._getframe(1))
-        _timer_patches.acquire()
+        timer_patches.acquire()
         stack = _stack()
         stack.append(block)
         self._block = block
-        if block.on_main and len([b for b in stack if b.on_main]) == 1:
-            block.previous_handler = _real["signal"](signal.SIGALRM, _on_alarm)
-        block.start()
+        if block.on_main and sum(b.on_main for b in stack) == 1:
+            block.previous_handler = _real_signal(signal.SIGALRM, _on_alarm)
+        _watchdog.add(block)
         return self
 
     def __exit__(self, *exc: Any) -> bool:
@@ -106,29 +114,26 @@ class TimeLimit:
         """
         while self._block is not None:
             try:
-                self._end(self._block)
+                block = self._block
+                with block.lock:  # the watchdog delivers under it: after this, nothing more
+                    block.active = False
+                _set_async_exc(ctypes.c_ulong(block.thread), None)  # clear one sent before
+                if block.armed:
+                    block.armed = False
+                    _settrace(block.previous_trace)
+                stack = _stack()
+                if block in stack:
+                    stack.remove(block)
+                    if block.previous_handler is not None:
+                        _real_signal(signal.SIGALRM, block.previous_handler)
+                    timer_patches.release()
                 self._block = None
             except ExecutionTimeout:
                 continue
 
-    @staticmethod
-    def _end(block: "_Block") -> None:
-        block.stop()
-        if not block.on_main:
-            _set_async_exc(ctypes.c_ulong(block.thread), None)  # clear one sent before stop()
-        if block.armed:
-            block.armed = False
-            _settrace(block.previous_trace)
-        stack = _stack()
-        if block in stack:
-            stack.remove(block)
-            if block.previous_handler is not None:
-                _real["signal"](signal.SIGALRM, block.previous_handler)
-            _timer_patches.release()
-
 
 class _Block:
-    """One limited block running in one thread, and its watchdog."""
+    """One limited block running in one thread."""
 
     def __init__(self, limit: TimeLimit, entry_frame: Any):
         self.limit = limit
@@ -136,48 +141,31 @@ class _Block:
         self.thread = threading.get_ident()
         self.on_main = threading.current_thread() is threading.main_thread() and _pthread_kill is not None
         self.active = True
+        self.fired = False  # the time is up: set by the watchdog or an interruptible sleep
+        self.deliveries = 0  # asynchronous exceptions sent by the watchdog
+        self.caught = 0  # deliveries up to the last one raised in the thread
         self.armed = False
         self.previous_trace: Any = None
         self.previous_handler: Any = None
         self.lock = threading.Lock()
-        self.done = threading.Event()
-        self.wake = threading.Event()  # set once the time is up: an interruptible sleep returns
 
-    def expired(self) -> bool:
-        return self.active and not self.limit.in_tool() and self.limit.left() <= 0
+    def due(self) -> bool:
+        """The time is up (calls the interpreter's tool counters: not from the trace function)."""
+        return not self.limit.in_tool() and self.limit.left() <= 0
 
-    def start(self) -> None:
-        threading.Thread(target=self._watch, daemon=True, name="deepagent-timeout").start()
-
-    def stop(self) -> None:
+    def deliver(self) -> None:
+        """From the watchdog: raise `ExecutionTimeout` in the block's thread (an asynchronous exception,
+        armed when caught), and on the main thread also SIGALRM, which interrupts a blocking call."""
         with self.lock:
-            self.active = False
-        self.done.set()
-
-    def _watch(self) -> None:
-        while self.active:
-            try:
-                left = self.limit.left()
-                if left > 0 or self.limit.in_tool():
-                    self.done.wait(min(max(left, 0.01), 1.0))
-                    continue
-                self._deliver()
-                self.done.wait(RETRY)
-            except BaseException:  # an exception thrown at the watchdog: keep watching
-                continue
-
-    def _deliver(self) -> None:
-        with self.lock:
-            if not self.active:
-                return
-            self.wake.set()
-            if self.on_main:
-                _pthread_kill(self.thread, signal.SIGALRM)
-            else:
+            if self.active:
+                self.fired = True
+                self.deliveries += 1
                 _set_async_exc(ctypes.c_ulong(self.thread), ctypes.py_object(ExecutionTimeout))
+                if self.on_main:
+                    _pthread_kill(self.thread, signal.SIGALRM)
 
     def arm(self, frame: Any) -> None:
-        """In this block's thread: trace every line of the agent's frames, raising again."""
+        """In this block's thread: trace the agent's frames, raising again at their next line."""
         if not self.armed:
             self.armed = True
             self.previous_trace = _gettrace()
@@ -189,8 +177,61 @@ class _Block:
             frame = frame.f_back
 
     def fire(self, frame: Any) -> None:
+        self.fired = True
         self.arm(frame)
         raise ExecutionTimeout()
+
+
+class _Watchdog:
+    """The one thread that watches every running block, started when first needed."""
+
+    def __init__(self) -> None:
+        self.blocks: list[_Block] = []
+        self.lock = threading.Lock()
+        self.wakeup = threading.Event()
+        self.running = False
+
+    def add(self, block: _Block) -> None:
+        with self.lock:
+            self.blocks.append(block)
+            start, self.running = not self.running, True
+        if start:
+            _thread.start_new_thread(self._watch, ())
+        self.wakeup.set()
+
+    def _watch(self) -> None:
+        try:
+            while True:
+                try:
+                    if not self._round():
+                        return
+                except BaseException:  # an exception thrown at the watchdog: keep watching
+                    continue
+        except BaseException:  # killed after all: the next block starts another
+            with self.lock:
+                self.running = False
+
+    def _round(self) -> bool:
+        """Deliver to every block whose time is up; sleep until the next deadline. False: none left."""
+        with self.lock:
+            self.blocks = [block for block in self.blocks if block.active]
+            blocks = list(self.blocks)
+            if not blocks:
+                self.running = False
+                return False
+        wait = 1.0
+        for block in blocks:
+            if block.due():
+                block.deliver()
+                wait = min(wait, RETRY)
+            else:
+                wait = min(wait, max(block.limit.left(), 0.005))
+        self.wakeup.wait(wait)
+        self.wakeup.clear()
+        return True
+
+
+_watchdog = _Watchdog()
 
 
 def _stack() -> list[_Block]:
@@ -201,32 +242,43 @@ def _stack() -> list[_Block]:
 
 
 def _expired_block() -> _Block | None:
+    """The running block of this thread whose time is up (flags only: safe in the trace function)."""
     for block in getattr(_local, "stack", ()):
-        if block.expired():
+        if block.active and block.fired:
             return block
     return None
 
 
 def _on_alarm(signum: int, frame: Any) -> None:
+    """SIGALRM from the watchdog. Running Python, the thread raises the pending asynchronous exception
+    as this returns; blocked in a C call (a sleep, a socket), it would not: when the previous delivery was
+    never raised, raise here, which interrupts the call."""
     block = _expired_block()
     if block is not None:
-        block.fire(frame)
+        if block.caught < block.deliveries - 1:
+            raise _unarmed()
+        return
+    outer = next((b for b in getattr(_local, "stack", ()) if b.previous_handler is not None), None)
+    if outer is not None and callable(outer.previous_handler):  # not ours: an alarm set before the block
+        outer.previous_handler(signum, frame)
 
 
 def _tracer(frame: Any, event: str, arg: Any) -> Any:
+    """Once the time is up: at the next line of agent code, raise `ExecutionTimeout` again.
+
+    An exception raised by a trace function switches tracing off (CPython's rule), so
+    this holds for one line; each new delivery of the exception arms it again."""
     if frame.f_code.co_filename == __file__:
         return None
-    block = _expired_block()
-    if block is None:
+    if _expired_block() is None:
         return None
-    if event in ("line", "call"):
-        raise ExecutionTimeout()
+    if event == "line":
+        raise _unarmed()
     return _tracer
 
 
-# ----------------------------------------------------------------------------- while a block runs
-def _sleep(seconds: float) -> None:
-    """``time.sleep`` that a limited block's time limit can interrupt, in any thread."""
+def interruptible_sleep(seconds: float) -> None:
+    """``time.sleep`` while a limited block runs: the block's time limit interrupts it, in any thread."""
     stack = getattr(_local, "stack", None)
     if not stack:
         return _real_sleep(seconds)
@@ -234,54 +286,15 @@ def _sleep(seconds: float) -> None:
     if seconds < 0:
         raise ValueError("sleep length must be non-negative")
     end = _monotonic() + seconds
-    block = stack[-1]
     while True:
-        expired = _expired_block()
-        if expired is not None:
-            expired.fire(sys._getframe(1))
+        for block in stack:
+            if block.active and (block.fired or block.due()):
+                block.fire(sys._getframe(1))
         left = end - _monotonic()
         if left <= 0:
             return
-        block.wake.wait(min(left, max(block.limit.left(), 0.01)))
+        # In slices (a worker thread's C sleep cannot be interrupted); SIGALRM wakes the main thread.
+        _real_sleep(min(left, max(stack[-1].limit.left(), 0.005), 0.05 if not stack[-1].on_main else left))
 
 
-def _refuse(what: str) -> None:
-    raise PermissionError(f"{what} would switch off the time limit of this code; agent code may not call it.")
-
-
-def _timer_patch_list(patches: Patches) -> list[tuple[Any, str, Any]]:
-    def signal_(signalnum, handler):
-        if patches.active() and signalnum == signal.SIGALRM:
-            _refuse("signal.signal(SIGALRM, ...)")
-        return _real["signal"](signalnum, handler)
-
-    def setitimer(which, seconds, interval=0.0):
-        if patches.active() and which == signal.ITIMER_REAL:
-            _refuse("signal.setitimer(ITIMER_REAL, ...)")
-        return _real["setitimer"](which, seconds, interval)
-
-    def alarm(seconds):
-        if patches.active():
-            _refuse("signal.alarm()")
-        return _real["alarm"](seconds)
-
-    def siginterrupt(signalnum, flag):
-        if patches.active() and signalnum == signal.SIGALRM:
-            _refuse("signal.siginterrupt(SIGALRM, ...)")
-        return _real["siginterrupt"](signalnum, flag)
-
-    def pthread_sigmask(how, mask):
-        mask = list(mask)
-        if patches.active() and how != signal.SIG_UNBLOCK and signal.SIGALRM in mask:
-            _refuse("signal.pthread_sigmask blocking SIGALRM")
-        return _real["pthread_sigmask"](how, mask)
-
-    replacements = {"signal": signal_, "setitimer": setitimer, "alarm": alarm, "siginterrupt": siginterrupt,
-                    "pthread_sigmask": pthread_sigmask}
-    out = [(time, "sleep", _sleep)]
-    if hasattr(signal, "SIGALRM"):
-        out += [(signal, name, replacement) for name, replacement in replacements.items() if _real[name] is not None]
-    return out
-
-
-_timer_patches = Patches(_timer_patch_list)
+timer_patches = make_timer_patches(interruptible_sleep)

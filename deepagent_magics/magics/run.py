@@ -23,6 +23,7 @@ from ..core.compaction import DEFAULT_COMPACT_AT
 from ..core.lm import NoLMError, lm_label, make_lm, resolve_lm
 from ..core.profiles import UnknownProfile, available_profiles
 from ..core.run import Run
+from ..core.session import NamespaceBusy
 from ..display import show_run
 from ..tuning import programs
 from . import followup, gateway_settings
@@ -136,6 +137,8 @@ class DeepAgentMagics(Magics):
         except KeyboardInterrupt:
             print(f"deepagent: interrupted after {len(run.steps)} steps; the run is kept in _deepagent_run")
             raise
+        except NamespaceBusy as exc:  # another run is using this notebook's namespace
+            raise UsageError(str(exc)) from None
         finally:
             view.close()
         if run.status == "failed":  # one line, scrubbed: a provider's multi-line "To fix" text stays in run.error

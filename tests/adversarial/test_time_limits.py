@@ -1,0 +1,192 @@
+"""Time limits that hold (issue 10, item 5).
+
+The per-block timeout must stop code that catches the exception (models write retry
+loops with a bare ``except:``), code running off the main thread (evaluations run agents
+in worker threads) and code that tries to switch the timer off. Each case is a real
+`DeepAgent` run whose first step fights the limit; the test proves the step was stopped
+within a generous bound of its limit (far below what the code would run unstopped), the
+agent read a TimeoutError, and the next step ran normally with nothing delivered late.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+
+import pytest
+
+from deepagent_magics import DeepAgent
+from deepagent_magics.testing import ScriptedLM
+
+LIMIT = 1.0
+BOUND = 8.0  # each hostile step would run for 30 s or forever unstopped
+
+HOSTILE = {
+    "bare except around sleep": "import time\nwhile True:\n    try:\n        time.sleep(1)\n    except:\n        pass",
+    "except BaseException around sleep":
+        "import time\nwhile True:\n    try:\n        time.sleep(5)\n    except BaseException:\n        continue",
+    "retry loop with a counter":
+        "import time\ntries = 0\nwhile tries < 10**9:\n    try:\n        time.sleep(0.5)\n"
+        "    except BaseException as exc:\n        tries += 1\n        print('retrying after', type(exc).__name__)",
+    "pure-Python loop with bare except":
+        "n = 0\nwhile True:\n    try:\n        while True:\n            n += 1\n    except:\n        n = 0",
+    "nested handlers":
+        "import time\nwhile True:\n    try:\n        while True:\n            try:\n                time.sleep(1)\n"
+        "            except BaseException:\n                pass\n    except BaseException:\n        pass",
+    "a finally that loops":
+        "import time\ntry:\n    time.sleep(30)\nfinally:\n    while True:\n        try:\n            time.sleep(1)\n"
+        "        except BaseException:\n            pass",
+    "handler inside a function, re-entered":
+        "import time\ndef patient():\n    try:\n        time.sleep(30)\n    except BaseException:\n        return patient()\n"
+        "patient()",
+    "setitimer(ITIMER_REAL, 0) first":
+        "import signal, time\ntry:\n    signal.setitimer(signal.ITIMER_REAL, 0)\nexcept Exception as exc:\n"
+        "    print('refused:', exc)\nwhile True:\n    try:\n        time.sleep(1)\n    except BaseException:\n        pass",
+    "alarm(0) first":
+        "import signal\ntry:\n    signal.alarm(0)\nexcept Exception as exc:\n    print('refused:', exc)\n"
+        "while True:\n    pass",
+    "SIGALRM ignored":
+        "import signal\ntry:\n    signal.signal(signal.SIGALRM, signal.SIG_IGN)\nexcept Exception as exc:\n"
+        "    print('refused:', exc)\nwhile True:\n    pass",
+    "SIGALRM handler replaced":
+        "import signal\ntry:\n    signal.signal(signal.SIGALRM, lambda *a: None)\nexcept Exception as exc:\n"
+        "    print('refused:', exc)\nwhile True:\n    pass",
+    "SIGALRM blocked":
+        "import signal\ntry:\n    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM])\nexcept Exception as exc:\n"
+        "    print('refused:', exc)\nimport time\nwhile True:\n    time.sleep(1)",
+    "tracing switched off in the handler":
+        "import sys, time\nwhile True:\n    try:\n        time.sleep(1)\n    except BaseException:\n"
+        "        sys.settrace(None)",
+    "time.monotonic frozen": "import time\ntime.monotonic = lambda: 0.0\nwhile True:\n    pass",
+    "the watchdog thread attacked":
+        "import ctypes, threading, time\n"
+        "for t in threading.enumerate():\n    if 'timeout' in t.name:\n"
+        "        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(t.ident), ctypes.py_object(SystemExit))\n"
+        "while True:\n    try:\n        time.sleep(1)\n    except BaseException:\n        pass",
+    "from time import sleep":
+        "from time import sleep\nwhile True:\n    try:\n        sleep(2)\n    except BaseException:\n        pass",
+}
+
+
+def run_hostile(code, namespace=None, tmp_path=None, timeout=LIMIT):
+    lm = ScriptedLM([
+        ("Fight the limit.", code),
+        ("Carry on.", "import time\ntime.sleep(0.2)\nafter = 'alive'\nprint(after)"),
+        ("Done.", "SUBMIT(result='done')"),
+    ])
+    agent = DeepAgent(lm=lm, workspace=tmp_path, timeout=timeout)
+    started = time.monotonic()
+    run = agent.run("fight", namespace if namespace is not None else {})
+    return run, time.monotonic() - started
+
+
+def check_stopped(run, elapsed):
+    assert elapsed < BOUND, f"ran {elapsed:.1f} s under a {LIMIT} s limit"
+    assert run.status == "finished", run.error
+    first = run.steps[0].output
+    assert "TimeoutError: this code ran longer than" in first, first
+    assert run.steps[1].output == "alive"  # nothing delivered into the next step
+    assert run.result == "done"
+
+
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_the_limit_stops_code_that_fights_it_on_the_main_thread(tmp_path, case):
+    code = HOSTILE[case]
+    real_monotonic = time.monotonic
+    try:
+        run, elapsed = run_hostile(code, {}, tmp_path)
+    finally:
+        time.monotonic = real_monotonic
+    check_stopped(run, elapsed)
+    if "refused" in code:
+        assert "refused:" in run.steps[0].output and "time limit" in run.steps[0].output
+
+
+@pytest.mark.parametrize("case", ["bare except around sleep", "except BaseException around sleep",
+                                  "pure-Python loop with bare except", "nested handlers", "a finally that loops",
+                                  "from time import sleep", "plain sleep(15)"])
+def test_the_limit_stops_code_in_a_worker_thread(tmp_path, case):
+    """%deepagent_eval --threads runs agents in worker threads: no SIGALRM there."""
+    code = "import time\ntime.sleep(15)" if case == "plain sleep(15)" else HOSTILE[case]
+    box = {}
+
+    def work():
+        box["run"], box["elapsed"] = run_hostile(code, {}, tmp_path)
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join(30)
+    assert not worker.is_alive(), "the worker thread's run never ended"
+    check_stopped(box["run"], box["elapsed"])
+
+
+def test_several_worker_threads_each_keep_their_own_limit(tmp_path):
+    """Agents in parallel threads: each block is stopped on its own time, none disturbs another."""
+    results = {}
+
+    def work(i, code, limit):
+        results[i] = run_hostile(code, {}, tmp_path / str(i), timeout=limit)
+
+    codes = [(HOSTILE["bare except around sleep"], 1.0), ("import time\ntime.sleep(1.5)\nprint('slept')", 4.0),
+             (HOSTILE["pure-Python loop with bare except"], 1.0)]
+    threads = [threading.Thread(target=work, args=(i, code, limit)) for i, (code, limit) in enumerate(codes)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert "TimeoutError" in results[0][0].steps[0].output
+    assert results[1][0].steps[0].output == "slept"  # under its limit: untouched
+    assert "TimeoutError" in results[2][0].steps[0].output
+    for run, _ in results.values():
+        assert run.status == "finished" and run.steps[1].output == "alive"
+
+
+def test_time_in_tools_does_not_count(tmp_path):
+    def slow_tool(seconds: float) -> str:
+        """Sleep on the host, as a sub-agent or an LM call would take time."""
+        time.sleep(seconds)
+        return "tool done"
+
+    lm = ScriptedLM([("Call a slow tool.", "print(slow_tool(2.0))"), ("Done.", "SUBMIT(result='ok')")])
+    run = DeepAgent(lm=lm, workspace=tmp_path, timeout=LIMIT, tools=[slow_tool]).run("slow", {})
+    assert run.steps[0].output == "tool done"
+
+
+def test_after_a_timeout_nothing_is_left_behind(tmp_path):
+    """The SIGALRM handler, time.sleep, the signal functions and the trace function are the process's own again."""
+    timer = signal.getitimer(signal.ITIMER_REAL)  # pytest-timeout's, if any: left running
+    before = (signal.getsignal(signal.SIGALRM), time.sleep, signal.signal, signal.setitimer, signal.alarm,
+              signal.pthread_sigmask, sys.gettrace())
+    run, _ = run_hostile(HOSTILE["bare except around sleep"], {}, tmp_path)
+    assert "TimeoutError" in run.steps[0].output
+    after = (signal.getsignal(signal.SIGALRM), time.sleep, signal.signal, signal.setitimer, signal.alarm,
+             signal.pthread_sigmask, sys.gettrace())
+    assert after == before
+    time.sleep(0.5)  # a late SIGALRM or asynchronous exception would land here
+    left = signal.getitimer(signal.ITIMER_REAL)[0]
+    assert left <= timer[0] and (left > 0) == (timer[0] > 0)
+
+
+def test_a_block_that_ends_just_at_its_limit_gets_nothing_late(tmp_path):
+    """Blocks finishing around their deadline, many times: no exception reaches the code after them."""
+    from deepagent_magics.interpreters.time_limit import ExecutionTimeout, TimeLimit
+
+    late = 0
+    for i in range(40):
+        try:
+            with TimeLimit(0.05, lambda: 0, lambda: 0.0):
+                end = time.monotonic() + 0.04 + (i % 5) * 0.01
+                while time.monotonic() < end:
+                    pass
+        except ExecutionTimeout:
+            pass
+        try:
+            x = 0
+            for _ in range(200_000):
+                x += 1
+            time.sleep(0.01)
+        except ExecutionTimeout:
+            late += 1
+    assert late == 0
