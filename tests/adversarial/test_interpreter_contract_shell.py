@@ -97,7 +97,7 @@ def test_run_coroutine_is_one_public_helper_the_pool_uses_too():
     from deepagent_magics.core.calling import run_coroutine
     from deepagent_magics.interpreters.pool import kernel
 
-    assert kernel._run_async is run_coroutine
+    assert kernel.run_coroutine is run_coroutine
     assert run_coroutine(fetch_price("ACME")) == 42.5
 
 
