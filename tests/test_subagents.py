@@ -77,7 +77,7 @@ def test_a_sub_agent_sees_none_of_its_parents_variables_but_shares_the_workspace
     assert report["seen"] == "NameError: name 'secret' is not defined"
     assert report["pid"] != os.getpid()
     assert report["parent_file"] == "parent was here"
-    assert "child was here" in run.steps[1].output
+    assert "child was here" in run.steps[1].output, run.trajectory
 
     [child] = run.steps[0].children  # nested under the step that spawned it
     assert child.status == "finished" and child.depth == 1 and child.parent_step == 1

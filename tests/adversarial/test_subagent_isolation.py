@@ -96,7 +96,7 @@ def test_a_child_cannot_make_the_notebook_import_a_module_it_wrote(pool, noteboo
     run = run_child(pool, workspace, code)
 
     assert_never_ran_on_host("evil_mod", markers)
-    assert (workspace / "evil_mod.py").exists()  # the child did write it
+    assert (workspace / "evil_mod.py").exists(), run.trajectory  # the child did write it
     assert run.result.startswith("REFUSED"), run.result
     assert "evil_mod" in run.result and "not allowed" in run.result  # the child's code saw why
 
