@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
-import dspy
-import pytest
-from hypothesis import settings
-from IPython import get_ipython
-from IPython.testing.globalipapp import start_ipython
+# Hypothesis keeps caches (unicode data) in its storage directory: a temporary one, not the repository.
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", tempfile.mkdtemp(prefix="deepagent-hypothesis-"))
+
+import dspy  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+from IPython import get_ipython  # noqa: E402
+from IPython.testing.globalipapp import start_ipython  # noqa: E402
 
 settings.register_profile("deepagent", database=None)  # no .hypothesis/ folder in the repository
 settings.load_profile("deepagent")
