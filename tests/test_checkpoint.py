@@ -14,7 +14,7 @@ from jupyter_client.manager import start_new_kernel
 from deepagent_magics import ScriptedLM
 from deepagent_magics.core import threads
 
-SECRET = "sk-abcdefghijklmnopqrstuvwx"
+SECRET = "sk-" + "abcdefghijklmnopqrstuvwx"  # a provider-shaped key, made up (and not written whole here)
 STEPS = [
     ("Load and clean", "sales_clean = [r for r in sales if r]\nprint(sales_clean)"),
     ("A lock cannot be pickled", "import threading\nguard = threading.Lock()\nguard_label = 'made by step 2'"),

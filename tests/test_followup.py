@@ -9,6 +9,7 @@ from IPython.core.error import UsageError
 from deepagent_magics import DeepAgent, ScriptedLM
 from deepagent_magics.core import threads
 
+FAKE_KEY = "sk-" + "abcdefghijklmnopqrstu"  # a provider-shaped key, made up (and not written whole here)
 SHOW_CONTEXT = [("Read what came before", "SUBMIT(result=context)")]
 
 
@@ -139,12 +140,12 @@ def test_config_flag_mistakes(ip):
 
 def test_the_agent_sees_recent_cells_scrubbed_and_bounded(ip, monkeypatch):
     monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-1234567890abcdef")
-    for source in ("sales = [3, 1, 2]", "api_key = 'plain-secret-value-123'", "client = 'sk-abcdefghijklmnopqrstu'",
+    for source in ("sales = [3, 1, 2]", "api_key = 'plain-secret-value-123'", "client = '" + FAKE_KEY + "'",
                    "header = 'tok-1234567890abcdef'", "big = '" + "q" * 5000 + "'", "sales_sorted = sorted(sales)"):
         ip.run_cell(source, store_history=True)
     seen = _cell(ip, "--cells 6", "use what I made")
     assert "sales = [3, 1, 2]" in seen and "sales_sorted = sorted(sales)" in seen
-    for secret in ("plain-secret-value-123", "sk-abcdefghijklmnopqrstu", "tok-1234567890abcdef"):
+    for secret in ("plain-secret-value-123", FAKE_KEY, "tok-1234567890abcdef"):
         assert secret not in seen
     assert "q" * 1000 not in seen and len(seen) < 3000
     assert seen.index("sales = [3") < seen.index("sales_sorted")  # oldest first
