@@ -89,6 +89,9 @@ def lab(tmp_path_factory):
     news = root / ".settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     news.parent.mkdir(parents=True)
     news.write_text('{"fetchNews": "false"}')  # no "get notified about Jupyter news?" pop-up
+    tracker = root / ".settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text('{"autoStartDefaultKernel": true}')  # no "Select Kernel" dialog over the notebook
     port, token = free_port(), secrets.token_hex(16)
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(root / ".config"), JUPYTER_RUNTIME_DIR=str(root / ".runtime"),
                JUPYTERLAB_SETTINGS_DIR=str(root / ".settings"), JUPYTERLAB_WORKSPACES_DIR=str(root / ".workspaces"))
@@ -149,6 +152,9 @@ def run_cell(page, index: int, wait_for_count: bool = False) -> None:
     """Run one cell with Shift+Enter; a request sent while the kernel connection settles can be lost: retry."""
     cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
     for _ in range(4):
+        dialog = page.locator(".jp-Dialog")
+        if dialog.count():  # e.g. "Select Kernel": take the default, as a user would
+            dialog.locator(".jp-mod-accept").first.click()
         cell.locator(".cm-content").click()
         page.keyboard.press("Shift+Enter")
         if not wait_for_count:

@@ -8,8 +8,10 @@ objects that ask the kernel to shut down. While a guarded block runs:
   shell's ``ask_exit()`` raise `Refused` instead of ending the kernel;
 - `process_kills`: ``os._exit``, ``os.abort``, and ``os.kill``/``os.killpg``/
   ``signal.raise_signal``/``signal.pthread_kill`` aimed at this process, its process
-  group, 0 or -1 raise `Refused`. Signals to other processes (a sub-agent's kernel
-  group) and signal 0 (an existence check) pass.
+  group or 0 with a signal that would end it (its default action; a Python handler such
+  as SIGINT's KeyboardInterrupt is fine), and any ``os.kill(-1, ...)`` (every process of
+  the user), raise `Refused`. Signals to other processes (a sub-agent's kernel group)
+  and signal 0 (an existence check) pass.
 
 ``sys.exit`` and ``raise SystemExit`` need no patch: they raise, and the interpreter
 turns the exception into an error the agent reads.
@@ -156,7 +158,7 @@ def _kill_patches(patches):
             return None
 
     def hits_us(pid):
-        return pid in (0, -1, os.getpid()) or (pid < -1 and -pid == own_group())
+        return pid in (0, os.getpid()) or (pid < -1 and -pid == own_group())
 
     def _exit(*args, **kwargs):
         if patches.active():
@@ -169,22 +171,22 @@ def _kill_patches(patches):
         return real["abort"]()
 
     def kill(pid, sig):
-        if patches.active() and sig and hits_us(int(pid)):
+        if patches.active() and sig and (int(pid) == -1 or hits_us(int(pid)) and _would_end(sig)):
             raise Refused(KILL_HINT.format(what=f"os.kill({pid}, {_name(sig)})"))
         return real["kill"](pid, sig)
 
     def killpg(pgid, sig):
-        if patches.active() and sig and int(pgid) in (0, own_group()):
+        if patches.active() and sig and int(pgid) in (0, own_group()) and _would_end(sig):
             raise Refused(KILL_HINT.format(what=f"os.killpg({pgid}, {_name(sig)})"))
         return real["killpg"](pgid, sig)
 
     def raise_signal(sig):
-        if patches.active():
+        if patches.active() and _would_end(sig):
             raise Refused(KILL_HINT.format(what=f"signal.raise_signal({_name(sig)})"))
         return real["raise_signal"](sig)
 
     def pthread_kill(thread_id, sig):
-        if patches.active() and sig:
+        if patches.active() and sig and _would_end(sig):
             raise Refused(KILL_HINT.format(what=f"signal.pthread_kill(..., {_name(sig)})"))
         return real["pthread_kill"](thread_id, sig)
 
@@ -196,6 +198,28 @@ def _kill_patches(patches):
     if real["pthread_kill"] is not None:
         out.append((signal, "pthread_kill", pthread_kill))
     return out
+
+
+_HARMLESS_BY_DEFAULT = {getattr(signal, name) for name in ("SIGCHLD", "SIGURG", "SIGWINCH", "SIGCONT")
+                        if hasattr(signal, name)}
+
+
+def _would_end(sig):
+    """Would ``sig`` delivered to this process end (or stop) it? A Python handler (SIGINT's
+    KeyboardInterrupt, the stop button) or an ignored signal would not; a default action mostly would."""
+    try:
+        sig = signal.Signals(sig)
+    except (ValueError, TypeError):
+        return True
+    if sig in (getattr(signal, "SIGKILL", None), getattr(signal, "SIGSTOP", None)):
+        return True
+    try:
+        handler = signal.getsignal(sig)
+    except (ValueError, OSError):
+        return True
+    if callable(handler) or handler == signal.SIG_IGN:
+        return False
+    return handler is None or sig not in _HARMLESS_BY_DEFAULT  # None: a handler set outside Python
 
 
 def _name(sig):

@@ -45,6 +45,7 @@ from .steps import StepInterpreter
 from .time_limit import ExecutionTimeout, TimeLimit
 
 _MISSING = object()
+_monotonic = time.monotonic  # agent code may replace time.monotonic; tool time is measured with this one
 TIMEOUT_ECHO = 2_000  # characters of what timed-out code printed, kept in its error
 _FACADE_TOKEN = "__dspy_host_token"
 
@@ -219,12 +220,12 @@ class ShellInterpreter(StepInterpreter):
         tool = self._tools.get(tool_name)
         if tool is None:
             raise CodeInterpreterError(f"Unknown tool: {tool_name}")
-        self._in_tool += 1
-        started = time.monotonic()
+        started = _monotonic()
+        self._in_tool += 1  # nothing between this and the `try` where a timeout could land
         try:
             return tool(*args, **kwargs)
         finally:
-            self._tool_seconds += time.monotonic() - started
+            self._tool_seconds += _monotonic() - started  # before leaving the tool: no false expiry
             self._in_tool -= 1
 
     # ------------------------------------------------------------- time limit

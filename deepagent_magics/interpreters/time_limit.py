@@ -13,9 +13,10 @@ thread (an evaluation runs agents in worker threads) or switch the timer off. So
   main thread with ``pthread_kill`` (a sleeping main thread wakes), an asynchronous
   exception in any other thread.
 - Once raised, the exception arms a trace function in the code's thread that raises it
-  again at the next line the code runs, so an ``except`` clause that catches it is left
-  at once (one level per delivery: CPython switches tracing off when a trace function
-  raises, and each delivery arms it again).
+  again at the next line of the agent's own code (its steps and the functions they
+  define), so an ``except`` clause there that catches it is left at once (one level per
+  delivery: CPython switches tracing off when a trace function raises, and each delivery
+  arms it again).
 - While a limited block runs, ``time.sleep`` is an interruptible sleep that honours the
   limit (Python cannot interrupt a C sleep in a worker thread), and the calls that would
   switch the timer off are refused (`timer_patches`).
@@ -41,6 +42,7 @@ import time
 from typing import Any, Callable
 
 from .guards import ORIGINAL
+from .kernel_side import STEP_PREFIX
 from .timer_patches import make_timer_patches
 
 RETRY = 0.1  # seconds between raises once the time is up
@@ -171,7 +173,7 @@ class _Block:
             self.previous_trace = _gettrace()
         _settrace(_tracer)
         while frame is not None and frame is not self.entry_frame:
-            if frame.f_code.co_filename != __file__:
+            if _is_agent_code(frame):
                 frame.f_trace = _tracer
                 frame.f_trace_lines = True
             frame = frame.f_back
@@ -263,15 +265,17 @@ def _on_alarm(signum: int, frame: Any) -> None:
         outer.previous_handler(signum, frame)
 
 
+def _is_agent_code(frame: Any) -> bool:
+    return frame.f_code.co_filename.startswith(STEP_PREFIX)
+
+
 def _tracer(frame: Any, event: str, arg: Any) -> Any:
     """Once the time is up: at the next line of agent code, raise `ExecutionTimeout` again.
 
     An exception raised by a trace function switches tracing off (CPython's rule), so
     this holds for one line; each new delivery of the exception arms it again."""
-    if frame.f_code.co_filename == __file__:
-        return None
-    if _expired_block() is None:
-        return None
+    if not _is_agent_code(frame) or _expired_block() is None:
+        return None  # library frames are left alone: raising there would be caught in the agent's `try`
     if event == "line":
         raise _unarmed()
     return _tracer

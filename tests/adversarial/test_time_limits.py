@@ -61,10 +61,20 @@ HOSTILE = {
         "        sys.settrace(None)",
     "time.monotonic frozen": "import time\ntime.monotonic = lambda: 0.0\nwhile True:\n    pass",
     "the watchdog thread attacked":
-        "import ctypes, threading, time\n"
-        "for t in threading.enumerate():\n    if 'timeout' in t.name:\n"
-        "        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(t.ident), ctypes.py_object(SystemExit))\n"
+        "import ctypes, sys, threading, time\n"
+        "for _ in range(20):\n"
+        "    for ident, frame in sys._current_frames().items():\n"
+        "        if ident != threading.get_ident() and 'time_limit' in frame.f_code.co_filename:\n"
+        "            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(SystemExit))\n"
+        "    time.sleep(0.01)\n"
         "while True:\n    try:\n        time.sleep(1)\n    except BaseException:\n        pass",
+    "a with-statement that swallows":
+        "import time\nclass Swallow:\n    def __enter__(self):\n        return self\n"
+        "    def __exit__(self, *exc):\n        return True\nwhile True:\n    with Swallow():\n        time.sleep(5)",
+    "waiting on an event":
+        "import threading\nwhile True:\n    try:\n        threading.Event().wait(5)\n    except BaseException:\n        pass",
+    "a tool called in the handler":
+        "import time\nwhile True:\n    try:\n        time.sleep(1)\n    except BaseException:\n        read_todos()",
     "from time import sleep":
         "from time import sleep\nwhile True:\n    try:\n        sleep(2)\n    except BaseException:\n        pass",
 }
@@ -106,7 +116,9 @@ def test_the_limit_stops_code_that_fights_it_on_the_main_thread(tmp_path, case):
 
 @pytest.mark.parametrize("case", ["bare except around sleep", "except BaseException around sleep",
                                   "pure-Python loop with bare except", "nested handlers", "a finally that loops",
-                                  "from time import sleep", "plain sleep(15)"])
+                                  "from time import sleep", "a with-statement that swallows",
+                                  "setitimer(ITIMER_REAL, 0) first", "the watchdog thread attacked",
+                                  "plain sleep(15)"])
 def test_the_limit_stops_code_in_a_worker_thread(tmp_path, case):
     """%deepagent_eval --threads runs agents in worker threads: no SIGALRM there."""
     code = "import time\ntime.sleep(15)" if case == "plain sleep(15)" else HOSTILE[case]
@@ -120,6 +132,13 @@ def test_the_limit_stops_code_in_a_worker_thread(tmp_path, case):
     worker.join(30)
     assert not worker.is_alive(), "the worker thread's run never ended"
     check_stopped(box["run"], box["elapsed"])
+
+
+def test_a_blocking_c_call_on_the_main_thread_is_interrupted(tmp_path):
+    """A sleep the code held before the limit patched time.sleep (the C one): SIGALRM interrupts it."""
+    code = "while True:\n    try:\n        c_sleep(20)\n    except BaseException:\n        pass"
+    run, elapsed = run_hostile(code, {"c_sleep": time.sleep}, tmp_path)
+    check_stopped(run, elapsed)
 
 
 def test_several_worker_threads_each_keep_their_own_limit(tmp_path):
