@@ -191,7 +191,7 @@ SHADOWS = {
     "len": "def len(x):\n    return 0",
     "str": "str = int",
     "list": "list = tuple",
-    "open": "open = None",
+    "open and input": "open = None\ninput = lambda *a: 'agent'",  # IPython binds its own `open`: restored
     "sum and max": "sum = max = min",
     "range by import": "from itertools import count as range",
     "isinstance via globals()": "globals()['isinstance'] = lambda *a: True",
@@ -203,9 +203,11 @@ def test_names_shadowing_builtins_are_removed_and_kept_on_the_run(ip, tmp_path, 
     before = dict(ip.user_ns)  # IPython binds its own `open` there: the user's, restored
     run = hostile_run(SHADOWS[case] + "\nkept_name = 1", ip.user_ns, tmp_path)
     assert run.status == "finished", run.error
-    shadowed = [name for name in ("print", "len", "str", "list", "open", "sum", "max", "min", "range", "isinstance")
+    shadowed = [name for name in ("print", "len", "str", "list", "open", "input", "sum", "max", "min", "range",
+                                  "isinstance")
                 if name in run.reverted]
     assert shadowed, run.reverted
+    assert [name for name in shadowed if name not in before], "no builtin shadowed by a new name"
     for name in shadowed:
         if name in before:
             assert ip.user_ns[name] is before[name]
