@@ -28,6 +28,7 @@ ALLOWED = {
     "mcp": {"core", "records"},
     "demos": {"testing"},
     "testing": set(),
+    "testing_provider": set(),
 }
 
 
