@@ -17,8 +17,10 @@ import asyncio
 import dataclasses
 import datetime
 import enum
+import inspect
 import threading
 from collections import namedtuple
+from types import SimpleNamespace
 from typing import Any
 
 import dspy
@@ -291,8 +293,11 @@ def test_without_callbacks_the_callback_machinery_is_not_entered(make, monkeypat
     def entered(*args, **kwargs):
         raise AssertionError("the callback machinery ran with no callbacks configured")
 
-    monkeypatch.setattr(callback.uuid, "uuid4", entered)  # the first thing with_callbacks does with callbacks
-    monkeypatch.setattr(callback.inspect, "getcallargs", entered)
+    # Only DSPy's callback module sees the tripwires: patching the uuid and inspect modules themselves
+    # would also break the pool's background kernel start (jupyter_client names kernels with uuid4).
+    monkeypatch.setattr(callback, "uuid", SimpleNamespace(uuid4=entered))  # the first thing with_callbacks does
+    monkeypatch.setattr(callback, "inspect", SimpleNamespace(getcallargs=entered,
+                                                             iscoroutinefunction=inspect.iscoroutinefunction))
     interpreter = make(tools={"double": lambda n: 2 * n})
     with dspy.context(callbacks=[]):
         interpreter.start()
