@@ -23,10 +23,12 @@ so a step behaves the same in the notebook and in a sub-agent's kernel.
 
 import ast
 import builtins
+import errno
 import json
 import linecache
 import os
 import threading
+import time
 import traceback
 from contextlib import nullcontext
 
@@ -51,6 +53,7 @@ SETUP_FILENAME = "<deepagent setup>"
 RUNTIME_FILENAME = "<deepagent kernel_side>"  # this file, as the kernel compiles it
 STEP_PREFIX = "<agent step"
 ECHO_LIMIT = 20_000
+UNREACHED_FOR = 5.0  # seconds a tool request is sent again while the host's stdin socket is not connected
 
 
 class ToolError(Exception):
@@ -129,7 +132,7 @@ class Runtime:
     def call(self, name, args, kwargs):
         request = wire.dumps({"tool": name, "args": list(args), "kwargs": kwargs}, f"an argument of {name}()")
         with self._tool_lock:
-            reply = json.loads(builtins.input(TOOL_PROMPT + request))
+            reply = json.loads(_ask_host(TOOL_PROMPT + request))
         if "error" in reply:
             kind = getattr(builtins, str(reply.get("type")), None)
             if isinstance(kind, type) and issubclass(kind, Exception) and kind is not Exception:
@@ -218,6 +221,37 @@ def format_traceback(exc, library_frames=3):
     return "".join(lines).rstrip()
 
 
+def _ask_host(prompt):
+    """``input(prompt)``, sent again while the host's stdin socket is not (yet, or any more) connected.
+
+    A ROUTER socket silently drops a message for a peer it does not know, so an input_request
+    sent before the host's connection is complete would leave the kernel waiting forever. With
+    ``ROUTER_MANDATORY`` (set in `install`) the send fails instead, and is tried again; a host
+    that never connects makes the tool call an error, not a hang."""
+    deadline = time.monotonic() + UNREACHED_FOR
+    while True:
+        try:
+            return builtins.input(prompt)
+        except Exception as exc:
+            if getattr(exc, "errno", None) != errno.EHOSTUNREACH:
+                raise
+            if time.monotonic() >= deadline:
+                raise ToolError("the host is not connected to this kernel's stdin channel, so the tool "
+                                "call cannot reach it") from None
+            time.sleep(0.05)
+
+
+def _refuse_unroutable_requests():
+    """Make the kernel's stdin socket raise for an unknown peer instead of dropping (see `_ask_host`)."""
+    try:
+        import zmq
+        from IPython import get_ipython
+
+        get_ipython().kernel.stdin_socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
+    except Exception:  # not an ipykernel, or a stdin socket of another kind: input() as it is
+        pass
+
+
 def install(host_pid=None, lifeline_fd=None, kernel_dir=None):
     """Bind the runtime in the kernel's namespace (called by the host once per kernel).
 
@@ -228,6 +262,7 @@ def install(host_pid=None, lifeline_fd=None, kernel_dir=None):
 
     namespace = get_ipython().user_ns
     namespace[RUNTIME_NAME] = Runtime(namespace)
+    _refuse_unroutable_requests()
     processes.become_subreaper()
     if host_pid:
         _end_with_host(int(host_pid), lifeline_fd, kernel_dir)

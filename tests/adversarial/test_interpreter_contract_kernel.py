@@ -19,6 +19,7 @@ import datetime
 import enum
 import inspect
 import threading
+import time
 from collections import namedtuple
 from types import SimpleNamespace
 from typing import Any
@@ -322,3 +323,39 @@ def test_tool_calls_from_the_kernel_run_in_the_calling_thread(make):
     interpreter = make(tools={"where": lambda: seen.append(threading.get_ident()) or "here"})
     assert interpreter.execute("where()") == "here"
     assert seen == [threading.get_ident()]
+
+
+def test_a_tool_call_the_host_cannot_receive_is_an_error_not_a_hang(make):
+    """A ROUTER drops a message for a peer it does not know: an input_request sent while the host's
+    stdin connection is down would wait forever. The kernel sends it again for a while, then says so."""
+    interpreter = make(tools={"double": lambda n: 2 * n})
+    interpreter.start()
+    client = interpreter.kernel.client
+    client.stdin_channel.socket.disconnect(client._make_url("stdin"))
+    out = interpreter.execute(
+        "try:\n    double(2)\nexcept Exception as exc:\n    print(type(exc).__name__, exc)\n"
+    )
+    assert "ToolError" in out and "not connected" in out
+
+
+def test_a_tool_call_sent_before_the_host_reconnects_reaches_it(make):
+    interpreter = make(tools={"double": lambda n: 2 * n})
+    interpreter.start()
+    client = interpreter.kernel.client
+    url = client._make_url("stdin")
+    socket = client.stdin_channel.socket
+    socket.disconnect(url)
+    poller, since = interpreter._poller, time.monotonic()
+
+    class ReconnectingPoller:  # the host's own thread reconnects, a second into the step (zmq sockets stay in one thread)
+        connected = False
+
+        def poll(self, timeout):
+            if not self.connected and time.monotonic() - since > 1.0:
+                socket.connect(url)
+                self.connected = True
+            return poller.poll(timeout)
+
+    interpreter._poller = ReconnectingPoller()
+    assert interpreter.execute("double(21)") == "42"
+    assert interpreter._poller.connected
