@@ -24,6 +24,7 @@ from .observer import HISTORY_SIZE, UsageSink, observe_steps
 from .profiles import instructions_hash, load_profile
 from .run import Listener, Run
 from .session import NamespaceBusy, Session, activate, claim, deactivate, release
+from .subagent_types import check_types
 from .workspace import Workspace
 
 DEFAULT_TIMEOUT = 120.0  # seconds one code block may run
@@ -67,6 +68,8 @@ class DeepAgent(dspy.Module):
         pool: the `KernelPool` sub-agents take their kernels from (default: the process-wide one).
         mcp_servers: MCP servers (command lines for stdio, or http(s) URLs) whose tools the agent
             gets too (``tools/mcp.py``); one that cannot start raises ``MCPError``.
+        subagents: `SubAgentType`s it (and its sub-agents) may delegate to by name
+            (``delegate(task, agent="NAME")``; `core.subagent_types`).
     """
 
     record_runs = True  # write each root run to <workspace>/.deepagent/runs/<id>.json (records/)
@@ -93,8 +96,10 @@ class DeepAgent(dspy.Module):
         max_parallel: int = 4,
         pool: Any = None,
         mcp_servers: Iterable[str] = (),
+        subagents: Iterable[Any] = (),
     ):
         super().__init__()
+        self.subagents = check_types(subagents)
         self.lm = lm
         self.sub_lm = sub_lm
         self.workspace = Path(workspace)
@@ -170,6 +175,7 @@ class DeepAgent(dspy.Module):
             "subagent_max_iters": self.subagent_max_iters,
             "subagent_timeout": self.subagent_timeout,
             "max_parallel": self.max_parallel,
+            **({"subagents": sorted(self.subagents)} if getattr(self, "subagents", None) else {}),
         }
 
     # ------------------------------------------------------------ running

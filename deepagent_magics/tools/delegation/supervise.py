@@ -18,11 +18,10 @@ import time
 from collections import deque
 from typing import Any, Iterator
 
-from ...core.profiles import UnknownProfile, load_profile
 from ...core.run import Run
 from ...core.session import Session
 from .child import FINISHED, STOP_GRACE, Child
-from .subagent import child_agent
+from .subagent import child_agent, kind_refusal
 from .tree import Outcome, Spec, Tree, tree_of
 
 POLL_SECONDS = 0.1
@@ -61,10 +60,9 @@ def _refusal(parent: Any, spec: Spec, tree: Tree) -> str | None:
     if parent.depth >= parent.max_depth:
         return (f"Error: delegation depth limit reached (this agent is at depth {parent.depth} of "
                 f"max_depth {parent.max_depth}); do this work yourself with code and llm_query")
-    try:
-        load_profile(spec.profile or parent.profile)
-    except UnknownProfile as exc:
-        return f"Error: {exc}"
+    refusal = kind_refusal(parent, spec)
+    if refusal is not None:
+        return refusal
     if not tree.budget.acquire():
         return (f"Error: the sub-agent budget of this run is used up ({tree.budget.limit} started); "
                 "do the remaining work yourself")
