@@ -26,7 +26,7 @@ from ..core.run import Run
 from ..core.session import NamespaceBusy
 from ..display import show_run
 from ..tuning import programs
-from . import followup, gateway_settings
+from . import agents, followup, gateway_settings
 from .arguments import (
     check_out,
     check_mcp_servers,
@@ -78,6 +78,8 @@ class DeepAgentMagics(Magics):
 
     mcp_servers = List(Unicode(), help="MCP servers whose tools agents get: command lines (stdio) or http(s) URLs.").tag(config=True)
     SETTINGS += ("mcp_servers",)
+    tools = List(Unicode(), help="Notebook functions offered to every agent as tools (names; agents.py).").tag(config=True)
+    SETTINGS += ("tools",)
 
     def __init__(self, shell=None, **kwargs: Any):
         super().__init__(shell=shell, **kwargs)
@@ -111,6 +113,7 @@ class DeepAgentMagics(Magics):
     @argument("--cells", type=int, help="how many of your recent cells the agent sees (0: none)")
     @argument("--compact-at", dest="compact_at", type=followup.compact_at, help="tokens, or a fraction of the context window; off: never")
     @argument("--run-id", dest="run_id", help="id for this run (the run API chooses it before the run starts)")
+    @argument("--tools", help="notebook functions to offer as tools: f,g ('off': none)")
     @cell_magic
     def deepagent(self, line: str, cell: str) -> None:
         """Hand the cell's text to a deep agent whose REPL is this notebook."""
@@ -184,6 +187,8 @@ class DeepAgentMagics(Magics):
                 max_parallel=settings["max_parallel"],
                 pool=self._subagent_pool(settings),
                 mcp_servers=settings["mcp_servers"],
+                tools=agents.notebook_tools(settings["tools"], namespace),
+                subagents=agents.type_list(self, namespace),
             )
             agent = programs.apply(agent)  # the profile's tuned program, if one is active
             agent.compact_at = settings["compact_at"]
@@ -215,6 +220,7 @@ class DeepAgentMagics(Magics):
     @argument("--cells", type=int, help="how many recent cells the agent sees")
     @argument("--compact-at", dest="compact_at", type=followup.compact_at, help="tokens or a fraction of the window; off")
     @argument("--mcp", dest="mcp_servers", action="append", help="MCP server (command line or URL); repeat for more; 'off' for none")
+    @argument("--tools", help="notebook functions every agent gets as tools: f,g ('off': none)")
     @argument("--reset", action="store_true", help="restore every default")
     @line_magic
     def deepagent_config(self, line: str) -> None:
@@ -243,6 +249,9 @@ class DeepAgentMagics(Magics):
                     raise UsageError(one_line(exc)) from None
         if "mcp_servers" in updates:
             updates["mcp_servers"] = check_mcp_servers(updates["mcp_servers"])
+        if "tools" in updates:
+            updates["tools"] = list(agents.tool_names(updates["tools"]))
+            agents.notebook_tools(updates["tools"], self.shell.user_ns)  # each one checked now
         if args.reset:  # only once every new value is known to be good: a mistake changes nothing
             for name in self.SETTINGS:
                 setattr(self, name, self.traits()[name].default())
