@@ -74,6 +74,7 @@ class DeepAgent(dspy.Module):
 
     record_runs = True  # write each root run to <workspace>/.deepagent/runs/<id>.json (records/)
     compact_at: float | int | None = DEFAULT_COMPACT_AT  # tokens, or a fraction of the context window (compaction.py)
+    skills_dir: str | None = None  # the user-wide skills folder (skills.py; default: DEEPAGENT_SKILLS_DIR, ~/.deepagent/skills)
 
     def __init__(
         self,
@@ -259,7 +260,7 @@ class DeepAgent(dspy.Module):
                     task=task,
                     context=context or "",
                     notebook_variables=summary,
-                    interpreter_factory=self.interpreter_factory(session, namespace, shell),
+                    interpreter_factory=self._factory(session, namespace, shell, root),
                 )
         except Exception as exc:
             run.exception = exc
@@ -270,6 +271,15 @@ class DeepAgent(dspy.Module):
         run.prediction = prediction
         run.finish("finished", result=getattr(prediction, OUTPUT_FIELD, None))
         return run
+
+    def _factory(self, session: Session, namespace: dict[str, Any], shell: Any, root: Path) -> Callable[[], Any]:
+        """This run's interpreter factory, its prompt guidance followed by the instruction providers' text
+        (the sub-agent types, the skills: `extensions`); RLM puts it in the action prompt of this run."""
+        factory = self.interpreter_factory(session, namespace, shell)
+        extra = extensions.extra_instructions(self, root)
+        if extra and isinstance(getattr(factory, "execution_instructions", None), str):
+            factory.execution_instructions += "\n\n" + extra
+        return factory
 
     def forward(self, task: str, context: str = "") -> dspy.Prediction:
         """For DSPy optimisers and evaluation: run in a fresh namespace, return the result."""

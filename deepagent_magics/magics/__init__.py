@@ -5,6 +5,7 @@
 - `prompts`: ``%deepagent_prompt``; `tuning`: ``%deepagent_eval``, ``%deepagent_optimize``
 - `memory`: ``%deepagent_memory``; `checkpoint`: ``%deepagent_checkpoint``, ``%deepagent_resume``
 - `agents`: ``%%deepagent_agent``, ``%deepagent_agents``, ``--tools`` (notebook functions as tools)
+- `skills`: ``%deepagent_skills``
 - `followup`: which conversation a cell continues, the user's recent cells
 - `arguments`: interpolation and the checks that make a bad flag one line
 """
@@ -20,10 +21,11 @@ from .inspect import InspectMagics
 from .memory import MemoryMagics
 from .prompts import PromptMagics
 from .run import DeepAgentMagics
+from .skills import SkillMagics
 from .tuning import TuningMagics
 
 MAGICS = (DeepAgentMagics, InspectMagics, PromptMagics, TuningMagics, MemoryMagics, CheckpointMagics,
-          AgentTypeMagics)
+          AgentTypeMagics, SkillMagics)
 
 
 def register(ipython: Any) -> None:
@@ -41,5 +43,5 @@ def unregister(ipython: Any) -> None:
 
 
 __all__ = ["AgentFailed", "interpolate", "InspectMagics", "PromptMagics", "DeepAgentMagics", "TuningMagics", "MemoryMagics", "CheckpointMagics",
-           "AgentTypeMagics",
+           "AgentTypeMagics", "SkillMagics",
            "MAGICS", "register", "unregister"]

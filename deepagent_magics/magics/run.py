@@ -79,7 +79,8 @@ class DeepAgentMagics(Magics):
     mcp_servers = List(Unicode(), help="MCP servers whose tools agents get: command lines (stdio) or http(s) URLs.").tag(config=True)
     SETTINGS += ("mcp_servers",)
     tools = List(Unicode(), help="Notebook functions offered to every agent as tools (names; agents.py).").tag(config=True)
-    SETTINGS += ("tools",)
+    skills_dir = Unicode(None, allow_none=True, help="User-wide skills folder (default: DEEPAGENT_SKILLS_DIR, else ~/.deepagent/skills).").tag(config=True)
+    SETTINGS += ("tools", "skills_dir")
 
     def __init__(self, shell=None, **kwargs: Any):
         super().__init__(shell=shell, **kwargs)
@@ -192,6 +193,7 @@ class DeepAgentMagics(Magics):
             )
             agent = programs.apply(agent)  # the profile's tuned program, if one is active
             agent.compact_at = settings["compact_at"]
+            agent.skills_dir = settings["skills_dir"]
             return agent
         except (NoLMError, UnknownProfile, ValueError, TypeError, OSError) as exc:
             raise UsageError(one_line(exc) or type(exc).__name__) from None
@@ -221,6 +223,7 @@ class DeepAgentMagics(Magics):
     @argument("--compact-at", dest="compact_at", type=followup.compact_at, help="tokens or a fraction of the window; off")
     @argument("--mcp", dest="mcp_servers", action="append", help="MCP server (command line or URL); repeat for more; 'off' for none")
     @argument("--tools", help="notebook functions every agent gets as tools: f,g ('off': none)")
+    @argument("--skills-dir", dest="skills_dir", help="user-wide skills folder ('off': the default)")
     @argument("--reset", action="store_true", help="restore every default")
     @line_magic
     def deepagent_config(self, line: str) -> None:
@@ -249,6 +252,8 @@ class DeepAgentMagics(Magics):
                     raise UsageError(one_line(exc)) from None
         if "mcp_servers" in updates:
             updates["mcp_servers"] = check_mcp_servers(updates["mcp_servers"])
+        if "skills_dir" in updates:
+            updates["skills_dir"] = None if updates["skills_dir"] == "off" else check_workspace(updates["skills_dir"], "--skills-dir")
         if "tools" in updates:
             updates["tools"] = list(agents.tool_names(updates["tools"]))
             agents.notebook_tools(updates["tools"], self.shell.user_ns)  # each one checked now

@@ -22,7 +22,7 @@ DEFAULT_CRITERIA = [
 
 @tool
 def delegate(task: str, context: str = "", profile: str | None = None, agent: str | None = None) -> str:
-    """Hand a focused, self-contained task to a sub-agent with a fresh context, in a kernel of its own, and return its result as a string. The sub-agent cannot see your variables: put what it needs in `context` (or in a workspace file; the workspace is shared). `agent` picks the kind of sub-agent by name (a sub-agent type listed in your context, or a profile); `profile` picks its prompt (default: yours). Returns a string starting with "Error:" when it could not run (unknown agent, depth or sub-agent budget reached) or failed."""
+    """Hand a focused, self-contained task to a sub-agent with a fresh context, in a kernel of its own, and return its result as a string. The sub-agent cannot see your variables: put what it needs in `context` (or in a workspace file; the workspace is shared). `agent` picks the kind of sub-agent by name (a sub-agent type listed in your instructions, or a profile); `profile` picks its prompt (default: yours). Returns a string starting with "Error:" when it could not run (unknown agent, depth or sub-agent budget reached) or failed."""
     return run_subagents(_session.current(), [Spec(str(task), str(context or ""), profile, agent)])[0].text
 
 
@@ -50,8 +50,8 @@ def delegation_tools() -> list:
     return [delegate, delegate_batched, review]
 
 
-def offer_subagent_types(agent: Any, task: str, namespace: Any, root: Any) -> str:
-    """For the context of an agent that may delegate and knows user-defined types: every type it may pick."""
+def offer_subagent_types(agent: Any, root: Any) -> str:
+    """For the prompt of an agent that may delegate and knows user-defined types: every type it may pick."""
     types = getattr(agent, "subagents", None)
     if not types or agent.depth >= agent.max_depth:
         return ""
