@@ -15,7 +15,7 @@ checked now, so a mistake is one `UsageError` line and nothing is registered.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -27,6 +27,7 @@ from ..core.lm import make_lm
 from ..core.notebook_tools import as_tool
 from ..core.profiles import available_profiles
 from ..core.subagent_types import PACKAGED_DESCRIPTIONS, SubAgentType, check_type_name
+from ..tuning import programs
 from .arguments import one_line, parse_flags
 from .base import AgentMagicsBase
 
@@ -43,6 +44,7 @@ class TypeSpec:
     tools: tuple[str, ...] = ()
     lm: str | None = None
     max_iters: int | None = None
+    original: str | None = None  # the instructions as defined, once %%deepagent_prompt has replaced them
 
     def build(self, namespace: dict[str, Any]) -> SubAgentType:
         """The `SubAgentType`, its tools and LM taken from the notebook now (a UsageError if gone)."""
@@ -88,6 +90,62 @@ def notebook_tools(names: Any, namespace: dict[str, Any], flag: str = "--tools")
                              f"use --tools {tool.__name__} or define it as {name}")
         out.append(tool)
     return out
+
+
+def root_settings(core: Any, profile: str, namespace: dict[str, Any], max_depth: int, tools: list) -> dict:
+    """``DeepAgent`` arguments for running (or tuning) the user's type ``profile`` as a root agent:
+    its instructions, and its tools after the notebook tools (a type tool wins a name clash). {} for a profile."""
+    spec = _types(core).get(profile)
+    if spec is None:
+        return {}
+    kind = spec.build(namespace)
+    mine = set(kind.tool_names)
+    return {"instructions": kind.instructions_at(0, max_depth),
+            "tools": [tool for tool in tools if tool.__name__ not in mine] + list(kind.tools)}
+
+
+def is_type(core: Any, name: str | None) -> bool:
+    return name is not None and name in _types(core)
+
+
+def set_type_instructions(core: Any, name: str, text: str) -> None:
+    """Hand-tuning a type (``%%deepagent_prompt --profile NAME``): its instructions, for root and sub-agents."""
+    spec = _types(core)[name]
+    _types(core)[name] = replace(spec, instructions=text, original=spec.original or spec.instructions)
+
+
+def reset_type(core: Any, name: str) -> None:
+    spec = _types(core)[name]
+    _types(core)[name] = replace(spec, instructions=spec.original or spec.instructions, original=None)
+
+
+def type_texts(core: Any, name: str) -> tuple[str, str]:
+    """(as defined, as now) instructions of the user's type ``name``."""
+    spec = _types(core)[name]
+    return spec.original or spec.instructions, spec.instructions
+
+
+def saved_types(core: Any) -> list[dict[str, Any]]:
+    """The user's types as plain data, saved beside a tuned program (``%deepagent_prompt --save``)."""
+    return [asdict(spec) for spec in _types(core).values()]
+
+
+def load_types(core: Any, data: Any, namespace: dict[str, Any], flag: str) -> list[str]:
+    """Register the types saved by `saved_types`, all or none (each is checked first); their names."""
+    if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
+        raise UsageError(f"{flag}: the saved sub-agent types are not a list of objects")
+    specs = []
+    for item in data:
+        try:
+            spec = TypeSpec(**{**item, "tools": tuple(item.get("tools") or ())})
+            check_type_name(spec.name)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"{flag}: a saved sub-agent type is not readable ({one_line(exc)})") from None
+        spec.build(namespace)  # its tools and LM must be in this notebook
+        specs.append(spec)
+    for spec in specs:
+        _types(core)[spec.name] = spec
+    return [spec.name for spec in specs]
 
 
 def type_list(core: Any, namespace: dict[str, Any]) -> list[SubAgentType]:
@@ -152,7 +210,10 @@ class AgentTypeMagics(AgentMagicsBase):
             if name not in types:
                 known = ", ".join(types) or "none defined"
                 raise UsageError(f"there is no sub-agent type {name!r} to remove (yours: {known})")
+            if self._core().profile == name:
+                raise UsageError(f"{name!r} is the configured --profile; set another with %deepagent_config --profile first")
             del types[name]
+            programs.drop(name)  # a tuned program of the type goes with it
             print(f"deepagent_agents: removed sub-agent type {name!r}")
             return
         print(describe(types))

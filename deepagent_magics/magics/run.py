@@ -85,6 +85,7 @@ class DeepAgentMagics(Magics):
     def __init__(self, shell=None, **kwargs: Any):
         super().__init__(shell=shell, **kwargs)
         self.runs: list[Run] = []
+        self.agent_types: dict[str, Any] = {}  # the user's sub-agent types (agents.py: %%deepagent_agent)
 
     @property
     def last_run(self) -> Run | None:
@@ -170,6 +171,8 @@ class DeepAgentMagics(Magics):
         check_subagent_settings(settings)
         settings["workspace"] = check_workspace(settings["workspace"])
         namespace = self.shell.user_ns
+        tools = agents.notebook_tools(settings["tools"], namespace)
+        as_type = agents.root_settings(self, settings["profile"], namespace, settings["max_depth"], tools)
         try:
             lm = resolve_lm(settings["lm"], namespace=namespace)
             sub_lm = make_lm(settings["sub_lm"], namespace)
@@ -188,7 +191,8 @@ class DeepAgentMagics(Magics):
                 max_parallel=settings["max_parallel"],
                 pool=self._subagent_pool(settings),
                 mcp_servers=settings["mcp_servers"],
-                tools=agents.notebook_tools(settings["tools"], namespace),
+                tools=as_type.get("tools", tools),
+                instructions=as_type.get("instructions"),  # --profile NAME of one of the user's types
                 subagents=agents.type_list(self, namespace),
             )
             agent = programs.apply(agent)  # the profile's tuned program, if one is active
@@ -242,7 +246,7 @@ class DeepAgentMagics(Magics):
         gateway_settings.check_gateway(updates, self.gateway_url, self.gateway_token)
         if "workspace" in updates:
             updates["workspace"] = check_workspace(updates["workspace"])
-        if "profile" in updates and updates["profile"] not in available_profiles():
+        if "profile" in updates and updates["profile"] not in available_profiles() + list(self.agent_types):
             raise UsageError(f"unknown profile {updates['profile']!r}; choose one of: {', '.join(available_profiles())}")
         for name in ("lm", "sub_lm"):
             if name in updates:
