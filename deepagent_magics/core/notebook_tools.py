@@ -23,6 +23,16 @@ from .calling import run_coroutine
 from .redaction import scrub
 
 MARK = "__deepagent_notebook_tool__"
+# Names a tool may not take: the REPL's own (RLM's), the facade's, the agent's inputs.
+RESERVED = frozenset({"SUBMIT", "llm_query", "llm_query_batched", "print", "dspy", "task", "context",
+                      "notebook_variables"})
+
+
+def taken_names() -> set[str]:
+    """The names of every built-in tool (the registered tool sets) and the reserved ones."""
+    from . import extensions
+
+    return {tool.__name__ for tool in extensions.builtin_tools()} | set(RESERVED)
 ERROR_CHARS = 500
 
 
@@ -35,6 +45,8 @@ def check_tool(func: Any, label: str = "tool") -> Callable[..., Any]:
         raise ValueError(f"{label} {repr(func)[:60]} has no usable name; define it with def")
     if name.startswith("_"):
         raise ValueError(f"{label} {name!r}: a tool's name may not start with '_'")
+    if name in taken_names():
+        raise ValueError(f"{label} {name!r}: that is a built-in tool's or the REPL's own name; rename your function")
     if not (inspect.getdoc(func) or "").strip():
         raise ValueError(f"{label} {name!r} has no docstring; add one saying what it does "
                          "(the agent reads it to know when and how to call it)")

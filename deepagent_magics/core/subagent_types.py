@@ -81,6 +81,9 @@ class SubAgentType:
         if self.lm is not None and not isinstance(self.lm, str) and not hasattr(self.lm, "forward"):
             raise ValueError(f"sub-agent type {self.name!r}: lm must be an LM or a model id, "
                              f"not {type(self.lm).__name__}")
+        if isinstance(self.lm, str) and "/" not in self.lm.strip("/"):
+            raise ValueError(f"sub-agent type {self.name!r}: lm {self.lm[:80]!r} is not a model id like "
+                             "'openai/gpt-4o-mini'")
         object.__setattr__(self, "description", " ".join(self.description.split()))
         object.__setattr__(self, "tools", tuple(as_tool(tool) for tool in tools))  # awaited, errors as text
 

@@ -22,9 +22,8 @@ from IPython.core.error import UsageError
 from IPython.core.magic import cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..core import extensions
 from ..core.lm import make_lm
-from ..core.notebook_tools import as_tool
+from ..core.notebook_tools import as_tool, taken_names
 from ..core.profiles import available_profiles
 from ..core.subagent_types import PACKAGED_DESCRIPTIONS, SubAgentType, check_type_name
 from ..tuning import programs
@@ -69,7 +68,7 @@ def tool_names(value: Any) -> tuple[str, ...]:
 
 def notebook_tools(names: Any, namespace: dict[str, Any], flag: str = "--tools") -> list:
     """The notebook functions ``names`` as agent tools; a name that is not one is a UsageError line."""
-    builtin = {tool.__name__ for tool in extensions.builtin_tools()} | {"SUBMIT", "llm_query", "llm_query_batched"}
+    builtin = taken_names()
     out = []
     for name in tool_names(names) if not isinstance(names, tuple) else names:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):

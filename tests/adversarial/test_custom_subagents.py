@@ -117,6 +117,37 @@ def test_type_tools_go_to_that_type_only_errors_are_text_async_is_awaited(pool, 
     assert plain == "{'bump': False}"  # a sibling of another kind is not offered them either
     assert nope.startswith("Error: unknown sub-agent type 'no_such_type'") and "counter" in nope and "coder" in nope
     assert both.startswith("Error: give agent='counter' or profile='coder', not both")
+    assert all("PLAIN" not in req["user"] for req in child_lm.requests)
+
+
+def test_hostile_agent_names_are_error_strings(pool, tmp_path):
+    """(A name that is not a string never reaches delegation: DSPy checks the tool's argument types.)"""
+    names = ["../coder", "Coder", "counter ", "x" * 5000, "coder\x00", "counter/../coder", "__init__"]
+    code = ("out = []\nfor n in " + repr(names) + ":\n    out.append(delegate('NAMES: x', agent=n))\n"
+            "print(out)")
+    root_lm = ScriptedLM(scripts={"ROOT": [("Try names.", code), ("Done.", "SUBMIT(result=repr(out))")]})
+    agent = DeepAgent(lm=root_lm, workspace=tmp_path, pool=pool, timeout=60, subagents=[counter_type(None)])
+    run = agent.run("ROOT: names", namespace={})
+    assert run.status == "finished", run.error
+    out = eval(run.result)  # noqa: S307 - our own repr
+    assert len(out) == len(names) and all(item.startswith("Error: unknown sub-agent type") for item in out), out
+    assert all(len(item) < 400 for item in out)
+    assert not run.steps[0].children  # nothing was started
+
+
+def test_a_typed_sub_agents_own_sub_agents_of_another_kind_do_not_get_its_tools(pool, tmp_path):
+    probe = "SUBMIT(result=str('bump' in globals()))"
+    root_lm = ScriptedLM(scripts={"ROOT": [("Go.", "r = delegate('TYPED-PARENT: go', agent='counter')"),
+                                           ("Done.", "SUBMIT(result=r)")]})
+    child_lm = ScriptedLM(scripts={
+        "TYPED-PARENT": [("Delegate both ways.", "rs = delegate_batched([{'task': 'GRAND-OTHER: probe', "
+                          "'agent': 'default'}, 'GRAND-SAME: probe'])\nprint(rs)"), ("Done.", "SUBMIT(result=repr(rs))")],
+        "GRAND-OTHER": [("Probe.", probe)], "GRAND-SAME": [("Probe.", probe)]})
+    agent = DeepAgent(lm=root_lm, workspace=tmp_path, pool=pool, timeout=60, max_depth=2,
+                      subagents=[counter_type(child_lm)])
+    run = agent.run("ROOT: nest", namespace={})
+    assert run.status == "finished", run.error
+    assert eval(run.result) == ["False", "True"]  # noqa: S307 - another kind: no; its own kind again: yes
     assert all("PLAIN" not in req["user"] for req in child_lm.requests)  # a plain child uses the root's LM
 
 
@@ -130,6 +161,21 @@ def test_a_types_max_iters_bounds_its_loop(pool, tmp_path):
     run = agent.run("ROOT: bounded", namespace={})
     child = run.steps[0].children[0]
     assert len(child.steps) == 2, [s.code for s in child.steps]
+
+
+def read_file(path: str) -> str:
+    """A user function that would shadow the workspace tool."""
+    return path
+
+
+def task() -> str:
+    """Would shadow the agent's task input."""
+    return ""
+
+
+def _private() -> str:
+    """Private."""
+    return ""
 
 
 BAD_TYPES = [
@@ -148,6 +194,10 @@ BAD_TYPES = [
     (dict(max_iters=0), "max_iters must be a positive integer"),
     (dict(max_iters=True), "max_iters must be a positive integer"),
     (dict(lm=42), "lm must be an LM or a model id"),
+    (dict(lm="nomodel"), "is not a model id"),
+    (dict(tools=[read_file]), "built-in tool's or the REPL's own name"),
+    (dict(tools=[task]), "built-in tool's or the REPL's own name"),
+    (dict(tools=[_private]), "may not start with '_'"),
 ]
 
 

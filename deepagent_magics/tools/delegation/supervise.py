@@ -42,7 +42,11 @@ def run_subagents(session: Session, specs: list[Spec | str]) -> list[Outcome]:
             outcomes[index] = Outcome(False, refusal)
             continue
         child = Child(spec, index, parent=me, timeout=parent.subagent_timeout)
-        child.agent = child_agent(parent, session, tree, child)
+        try:
+            child.agent = child_agent(parent, session, tree, child)
+        except (ValueError, TypeError) as exc:  # e.g. a type whose tools clash with its parent's
+            outcomes[index] = Outcome(False, f"Error: the sub-agent could not be built: {exc}")
+            continue
         child.run = session.run.add_child(spec.task, profile=child.agent.profile, config=child.agent.config())
         if me is not None:
             me.adopt(child)
