@@ -33,14 +33,21 @@ def taken_names() -> set[str]:
     from . import extensions
 
     return {tool.__name__ for tool in extensions.builtin_tools()} | set(RESERVED)
+
+
 ERROR_CHARS = 500
 
 
-def check_tool(func: Any, label: str = "tool") -> Callable[..., Any]:
-    """``func`` if it can be offered as a tool: a named callable with a docstring and a signature."""
-    name = getattr(func, "__name__", None)
+def check_tool(func: Any, label: str = "tool", name: str | None = None) -> Callable[..., Any]:
+    """``func`` if it can be offered as a tool (under ``name``, default its own): a function with a
+    docstring and a signature. (A callable object's docstring is its class's, so only functions,
+    methods and builtins are taken.)"""
+    name = name or getattr(func, "__name__", None)
     if not callable(func):
         raise ValueError(f"{label} {name or repr(func)[:60]!r} is not callable")
+    if not inspect.isroutine(func):
+        raise ValueError(f"{label} {name or repr(func)[:60]!r} is a {type(func).__name__}, not a function; "
+                         "wrap it in a def with a docstring")
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
         raise ValueError(f"{label} {repr(func)[:60]} has no usable name; define it with def")
     if name.startswith("_"):
@@ -57,12 +64,12 @@ def check_tool(func: Any, label: str = "tool") -> Callable[..., Any]:
     return func
 
 
-def as_tool(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``func`` as an agent tool (checked by `check_tool`: a docstring is required)."""
-    check_tool(func)
-    if getattr(func, MARK, False):
+def as_tool(func: Callable[..., Any], name: str | None = None) -> Callable[..., Any]:
+    """``func`` as an agent tool named ``name`` (default: its own name; checked by `check_tool`)."""
+    check_tool(func, name=name)
+    name = name or func.__name__
+    if getattr(func, MARK, False) and func.__name__ == name:
         return func
-    name = func.__name__
 
     @functools.wraps(func)
     def tool(*args: Any, **kwargs: Any) -> Any:
@@ -70,7 +77,7 @@ def as_tool(func: Callable[..., Any]) -> Callable[..., Any]:
             value = func(*args, **kwargs)
             if inspect.isawaitable(value):
                 value = run_coroutine(value, copy_context=True)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # sys.exit() in a tool is its failure, not the run's end
             message = f"Error: {name}() raised {type(exc).__name__}: {_short(exc)}"
             _record(name, kwargs, message)
             return message
@@ -78,6 +85,7 @@ def as_tool(func: Callable[..., Any]) -> Callable[..., Any]:
         return value
 
     tool.__signature__ = inspect.signature(func)  # type: ignore[attr-defined]
+    tool.__name__ = tool.__qualname__ = name
     setattr(tool, MARK, True)
     return tool
 

@@ -81,13 +81,9 @@ def notebook_tools(names: Any, namespace: dict[str, Any], flag: str = "--tools")
         if not callable(value) or isinstance(value, type):
             raise UsageError(f"{flag} {name}: {name} is a {type(value).__name__}, not a function")
         try:
-            tool = as_tool(value)
+            out.append(as_tool(value, name))  # named as in the notebook (an alias too: h = helper)
         except ValueError as exc:
             raise UsageError(f"{flag} {name}: {one_line(exc)}") from None
-        if tool.__name__ != name:
-            raise UsageError(f"{flag} {name}: that function's own name is {tool.__name__!r}; "
-                             f"use --tools {tool.__name__} or define it as {name}")
-        out.append(tool)
     return out
 
 

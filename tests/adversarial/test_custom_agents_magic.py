@@ -14,6 +14,7 @@ import pytest
 from IPython.core.error import UsageError
 
 from deepagent_magics.interpreters.pool import stop_default_pool
+from deepagent_magics.magics import agents
 from deepagent_magics.testing import ScriptedLM
 
 TOOLS_SOURCE = '''
@@ -35,6 +36,23 @@ def broken(x: int) -> int:
 
 def nodoc(x):
     return x
+
+def quitter() -> str:
+    """Calls sys.exit."""
+    import sys
+    sys.exit(3)
+
+async def abroken() -> str:
+    """Async, and raises."""
+    raise ValueError("async failure")
+
+class Callable:
+    """A documented class whose instances are callable."""
+    def __call__(self, x):
+        return x
+
+instance = Callable()
+alias = tally
 
 number = 42
 '''
@@ -112,6 +130,10 @@ BAD_DEFINITIONS = [
     ("t1 --description x --lm nomodel", "--lm nomodel"),
     ("t1 --description x --lm number", "--lm number"),
     ("t1 --description x --max-iters 0", "--max-iters must be positive"),
+    ("t1 --description x --tools instance", "not a function"),
+    ("t1 --description x --tools Callable", "not a function"),
+    ("t1 --description x --tools SUBMIT", "built-in tool's name"),
+    ("t1 --description x --tools task", "built-in tool's name"),
     ("t1 --description 'unclosed", "close the quotation"),
 ]
 
@@ -159,3 +181,24 @@ def test_config_tools_are_checked_and_a_bad_one_changes_nothing(shell):
     assert core.tools == ["tally"]
     shell.run_line_magic("deepagent_config", "--tools off")
     assert core.tools == []
+
+
+def test_aliases_exits_async_errors_and_vanished_or_redefined_functions(shell, capsys):
+    shell.user_ns["lm"] = ScriptedLM([
+        ("Use them.", "a = alias(4)\nq = quitter()\nb = abroken()\nprint(a, q, b)"),
+        ("Done.", "SUBMIT(result=repr((a, q, b)))")])
+    shell.run_cell_magic("deepagent", "--lm lm --out answer --max-depth 0 --tools alias,quitter,abroken", "go")
+    a, q, b = eval(shell.user_ns["answer"])  # noqa: S307 - our own repr
+    assert a == 4 and shell.user_ns["tally_log"] == [4]  # an alias is a tool under the notebook's name
+    assert q.startswith("Error: quitter() raised SystemExit") and b == "Error: abroken() raised ValueError: async failure"
+    shell.run_line_magic("deepagent_config", "--tools tally")
+    del shell.user_ns["tally"]
+    with pytest.raises(UsageError) as info:
+        shell.run_cell_magic("deepagent", "--lm lm", "task")
+    assert "there is no notebook variable 'tally'" in str(info.value)
+    shell.run_line_magic("deepagent_config", "--tools off")
+    shell.run_cell('def tally(n: int) -> int:\n    "Add n."\n    return -n')
+    shell.run_cell_magic("deepagent_agent", "again --description 'again' --tools tally", "Again.")
+    shell.run_cell('def tally(n: int) -> int:\n    "Redefined."\n    return 1000 + n')
+    [kind] = agents.type_list(shell.magics_manager.registry["DeepAgentMagics"], shell.user_ns)
+    assert kind.tools[0](1) == 1001  # the function as the notebook has it now
