@@ -95,8 +95,15 @@ def load_skill(folder: Path, where: str) -> Skill:
     if path.is_symlink() or not path.is_file():
         raise SkillError(f"no {SKILL_FILE} in {folder}")
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(MAX_HEAD).decode("utf-8")
+        with open(path, "rb") as handle:  # the front matter only: stop at its closing line
+            data = handle.read(4096)
+            while b"\n---" not in data[3:] and len(data) < MAX_HEAD:
+                more = handle.read(4096)
+                if not more:
+                    break
+                data += more
+            head = data[:MAX_HEAD].decode("utf-8", errors="strict") if b"\n---" not in data[3:] else \
+                data[: data.index(b"\n---", 3) + 4].decode("utf-8")
     except UnicodeDecodeError:
         raise SkillError(f"{SKILL_FILE} is not UTF-8 text") from None
     except OSError as exc:

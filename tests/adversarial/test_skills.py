@@ -79,7 +79,7 @@ def test_fifty_skills_cost_a_bounded_listing_not_fifty_documents(dirs):
     assert "DOC-DOC" not in first
 
 
-HOSTILE_PATHS = ["../secret.txt", "../../secret.txt", "/etc/passwd", "~/.bashrc", "scripts/../../secret.txt",
+HOSTILE_PATHS = ["sibling/SKILL.md", "../secret.txt", "../../secret.txt", "/etc/passwd", "~/.bashrc", "scripts/../../secret.txt",
                  "link-out", "dir-out/secret.txt", "a\x00b", "../other/SKILL.md", "loop"]
 
 
@@ -90,6 +90,7 @@ def test_read_skill_cannot_leave_the_skill_folder(dirs):
     (folder / "link-out").symlink_to(tmp / "secret.txt")
     (folder / "dir-out").symlink_to(tmp)
     (folder / "loop").symlink_to(folder / "loop")
+    (folder / "sibling").symlink_to(user / "other")
     code = ("out = {}\nfor p in " + repr(HOSTILE_PATHS) + ":\n    out[p] = read_skill('csv-cleanup', p)\n"
             "out['name'] = read_skill('../secret.txt')\nout['abs'] = read_skill('/etc')\nprint(out)")
     lm = ScriptedLM([("Try to escape.", code), ("Done.", "SUBMIT(result=repr(out))")])
@@ -158,7 +159,7 @@ def test_front_matter_reads_the_yaml_the_agent_skills_layout_uses():
         front_matter("---\n  indented: first\n---\n")
 
 
-def test_a_workspace_skill_wins_over_a_user_wide_one_and_the_setting_is_checked(ip, dirs, tmp_path):
+def test_a_workspace_skill_wins_over_a_user_wide_one_and_the_setting_is_checked(ip, dirs, tmp_path, capsys):
     workspace, user, _ = dirs
     make_skill(workspace / "skills", "same", "From the workspace.")
     make_skill(user, "same", "From the user folder.")
@@ -170,6 +171,11 @@ def test_a_workspace_skill_wins_over_a_user_wide_one_and_the_setting_is_checked(
     ip.run_line_magic("deepagent_config", f"--skills-dir {other}")
     assert core.skills_dir == str(other)
     assert [s.name for s in find_skills(workspace, core.skills_dir)[0]] == ["configured-skill", "same"]
+    ip.run_line_magic("deepagent_config", f"--workspace {workspace}")
+    capsys.readouterr()
+    ip.run_line_magic("deepagent_prompt", "")  # what the LM sees includes the skills found for a run
+    shown = capsys.readouterr().out
+    assert "Added at each run" in shown and "- configured-skill: Configured." in shown
     (tmp_path / "afile").write_text("x")
     with pytest.raises(UsageError):
         ip.run_line_magic("deepagent_config", f"--skills-dir {tmp_path / 'afile'}")
