@@ -82,13 +82,16 @@ def test_a_cell_delegates_to_a_type_defined_in_a_cell_whose_tool_runs_in_the_not
             ("Report.", "SUBMIT(result=f'totals {t} {t2}')")]})
         shell.user_ns["main"] = ScriptedLM(scripts={"TALLY-ROOT": [
             ("Delegate.", "r = delegate('TALLY-CHILD: tally five', agent='tallier')\nprint(r)"),
-            ("Done.", "SUBMIT(result=r)")]})
+            ("A plain one too.", "p = delegate('PLAIN-CHILD: tally two')\nprint(p)"),
+            ("Done.", "SUBMIT(result=r)")],
+            "PLAIN-CHILD": [("The cell's tool.", "t = tally(2)\nSUBMIT(result=str(t))")]})
         shell.run_cell_magic("deepagent_agent", "tallier --description 'keeps the tally' --tools tally,atally "
                              "--lm cheap --max-iters 4", "You keep the notebook's tally with tally(n).")
         assert "defined sub-agent type 'tallier'; tools: tally, atally" in capsys.readouterr().out
-        shell.run_cell_magic("deepagent", "--lm main --out answer", "TALLY-ROOT: tally via the tallier")
+        shell.run_cell_magic("deepagent", "--lm main --out answer --tools tally", "TALLY-ROOT: tally via the tallier")
         assert shell.user_ns["answer"] == "totals 5 11"
-        assert shell.user_ns["tally_log"] == [5, 6]  # the notebook's own list: the tool ran on the host
+        assert shell.user_ns["tally_log"] == [5, 6, 2]  # the notebook's own list: the tools ran on the host
+        assert shell.user_ns["_deepagent_run"].steps[1].children[0].result == "13"  # --tools reach sub-agents too
         assert shell.user_ns["cheap"].requests  # the type's LM drove the sub-agent
         assert not any("TALLY-CHILD: tally five" in r["user"] and "TALLY-ROOT" not in r["user"]
                        for r in shell.user_ns["main"].requests)
