@@ -17,18 +17,20 @@ This file wires them together: the rooms above the core plug into it here.
 
 from . import _compat
 from .core import DeepAgent, Event, Run, extensions, threads
+from .core.subagent_types import SubAgentType
 from .interpreters import KernelPool, ShellInterpreter
 from .interpreters.shell import ShellInterpreterFactory
 from .records import log_root_run, record_root_run
 from .records.threads import load_thread
 from .testing import ScriptedLM
 from .tools import base_tools
-from .tools.delegation import delegation_tools
+from .tools.delegation import delegation_tools, offer_subagent_types
 from .tools.history import history_tools
 from .tools.mcp import mcp_tools
+from .tools.skills import offer_skills, skill_tools
 from .tools.memory import memory_tools, offer_memories
 
-__all__ = ["DeepAgent", "Run", "Event", "ShellInterpreter", "KernelPool", "ScriptedLM", "load_ipython_extension",
+__all__ = ["DeepAgent", "SubAgentType", "Run", "Event", "ShellInterpreter", "KernelPool", "ScriptedLM", "load_ipython_extension",
            "unload_ipython_extension"]
 __version__ = "0.2.0"
 
@@ -39,6 +41,9 @@ extensions.add_run_hook(record_root_run)
 extensions.add_tools(memory_tools)
 extensions.add_tools(history_tools)
 extensions.add_context_provider(offer_memories)
+extensions.add_instructions_provider(offer_subagent_types)  # the user's sub-agent types, listed
+extensions.add_tools(skill_tools)  # list_skills, read_skill
+extensions.add_instructions_provider(offer_skills)  # each skill's name and description, bounded
 threads.add_loader(load_thread)  # --continue after a kernel restart: threads from the run records
 extensions.add_run_hook(log_root_run)
 extensions.use_server_tools(mcp_tools)

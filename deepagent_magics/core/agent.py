@@ -24,6 +24,7 @@ from .observer import HISTORY_SIZE, UsageSink, observe_steps
 from .profiles import instructions_hash, load_profile
 from .run import Listener, Run
 from .session import NamespaceBusy, Session, activate, claim, deactivate, release
+from .subagent_types import check_types
 from .workspace import Workspace
 
 DEFAULT_TIMEOUT = 120.0  # seconds one code block may run
@@ -67,10 +68,13 @@ class DeepAgent(dspy.Module):
         pool: the `KernelPool` sub-agents take their kernels from (default: the process-wide one).
         mcp_servers: MCP servers (command lines for stdio, or http(s) URLs) whose tools the agent
             gets too (``tools/mcp.py``); one that cannot start raises ``MCPError``.
+        subagents: `SubAgentType`s it (and its sub-agents) may delegate to by name
+            (``delegate(task, agent="NAME")``; `core.subagent_types`).
     """
 
     record_runs = True  # write each root run to <workspace>/.deepagent/runs/<id>.json (records/)
     compact_at: float | int | None = DEFAULT_COMPACT_AT  # tokens, or a fraction of the context window (compaction.py)
+    skills_dir: str | None = None  # the user-wide skills folder (skills.py; default: DEEPAGENT_SKILLS_DIR, ~/.deepagent/skills)
 
     def __init__(
         self,
@@ -93,8 +97,10 @@ class DeepAgent(dspy.Module):
         max_parallel: int = 4,
         pool: Any = None,
         mcp_servers: Iterable[str] = (),
+        subagents: Iterable[Any] = (),
     ):
         super().__init__()
+        self.subagents = check_types(subagents)
         self.lm = lm
         self.sub_lm = sub_lm
         self.workspace = Path(workspace)
@@ -170,6 +176,7 @@ class DeepAgent(dspy.Module):
             "subagent_max_iters": self.subagent_max_iters,
             "subagent_timeout": self.subagent_timeout,
             "max_parallel": self.max_parallel,
+            **({"subagents": sorted(self.subagents)} if getattr(self, "subagents", None) else {}),
         }
 
     # ------------------------------------------------------------ running
@@ -253,7 +260,7 @@ class DeepAgent(dspy.Module):
                     task=task,
                     context=context or "",
                     notebook_variables=summary,
-                    interpreter_factory=self.interpreter_factory(session, namespace, shell),
+                    interpreter_factory=self._factory(session, namespace, shell, root),
                 )
         except Exception as exc:
             run.exception = exc
@@ -264,6 +271,15 @@ class DeepAgent(dspy.Module):
         run.prediction = prediction
         run.finish("finished", result=getattr(prediction, OUTPUT_FIELD, None))
         return run
+
+    def _factory(self, session: Session, namespace: dict[str, Any], shell: Any, root: Path) -> Callable[[], Any]:
+        """This run's interpreter factory, its prompt guidance followed by the instruction providers' text
+        (the sub-agent types, the skills: `extensions`); RLM puts it in the action prompt of this run."""
+        factory = self.interpreter_factory(session, namespace, shell)
+        extra = extensions.extra_instructions(self, root)
+        if extra and isinstance(getattr(factory, "execution_instructions", None), str):
+            factory.execution_instructions += "\n\n" + extra
+        return factory
 
     def forward(self, task: str, context: str = "") -> dspy.Prediction:
         """For DSPy optimisers and evaluation: run in a fresh namespace, return the result."""

@@ -9,6 +9,10 @@ package's ``__init__`` registers, once, what every `DeepAgent` gets by default:
 - context providers (``add_context_provider``): text added to a run's ``context`` input,
   e.g. the memories that match the task.
 - where ``DeepAgent(mcp_servers=...)`` gets its tools (``use_server_tools``): MCP tools in.
+- instruction providers (``add_instructions_provider``): text added to a run's action prompt,
+  after the REPL's own guidance, e.g. the sub-agent types and skills the agent may use. (The
+  ``context`` input is shown to the model as a preview of its first and last 500 characters; what
+  the agent must see whole goes here.)
 
 So ``core`` imports none of ``tools``, ``interpreters``, ``records``: they import it.
 """
@@ -82,6 +86,29 @@ def extra_context(agent: "DeepAgent", task: str, namespace: Any, root: Any, cont
         if text:
             parts.append(text)
     return "\n\n".join(parts)
+InstructionsProvider = Callable[["DeepAgent", Any], str]  # (agent, workspace root) -> text for the prompt
+_instruction_providers: list[InstructionsProvider] = []
+
+
+def add_instructions_provider(provider: InstructionsProvider) -> None:
+    """Add ``provider(agent, root)``'s text (if any) to each run's action prompt (its REPL guidance)."""
+    if provider not in _instruction_providers:
+        _instruction_providers.append(provider)
+
+
+def extra_instructions(agent: "DeepAgent", root: Any) -> str:
+    """Every instruction provider's text for this run; a provider that fails adds nothing."""
+    parts = []
+    for provider in list(_instruction_providers):
+        try:
+            text = provider(agent, root)
+        except Exception:  # a broken provider never ends a run
+            continue
+        if text:
+            parts.append(text)
+    return "\n\n".join(parts)
+
+
 def use_server_tools(maker: Callable[..., list[Callable[..., Any]]]) -> None:
     """``maker(specs, taken=names)`` turns tool-server specs (MCP) into tools."""
     global _server_tools

@@ -4,6 +4,8 @@
 - `inspect`: ``%deepagent_runs``, ``%deepagent_trace``, ``%deepagent_export``
 - `prompts`: ``%deepagent_prompt``; `tuning`: ``%deepagent_eval``, ``%deepagent_optimize``
 - `memory`: ``%deepagent_memory``; `checkpoint`: ``%deepagent_checkpoint``, ``%deepagent_resume``
+- `agents`: ``%%deepagent_agent``, ``%deepagent_agents``, ``--tools`` (notebook functions as tools)
+- `skills`: ``%deepagent_skills``
 - `followup`: which conversation a cell continues, the user's recent cells
 - `arguments`: interpolation and the checks that make a bad flag one line
 """
@@ -12,15 +14,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from .agents import AgentTypeMagics
 from .arguments import AgentFailed, interpolate
 from .checkpoint import CheckpointMagics
 from .inspect import InspectMagics
 from .memory import MemoryMagics
 from .prompts import PromptMagics
 from .run import DeepAgentMagics
+from .skills import SkillMagics
 from .tuning import TuningMagics
 
-MAGICS = (DeepAgentMagics, InspectMagics, PromptMagics, TuningMagics, MemoryMagics, CheckpointMagics)
+MAGICS = (DeepAgentMagics, InspectMagics, PromptMagics, TuningMagics, MemoryMagics, CheckpointMagics,
+          AgentTypeMagics, SkillMagics)
 
 
 def register(ipython: Any) -> None:
@@ -38,4 +43,5 @@ def unregister(ipython: Any) -> None:
 
 
 __all__ = ["AgentFailed", "interpolate", "InspectMagics", "PromptMagics", "DeepAgentMagics", "TuningMagics", "MemoryMagics", "CheckpointMagics",
+           "AgentTypeMagics", "SkillMagics",
            "MAGICS", "register", "unregister"]

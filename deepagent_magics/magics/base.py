@@ -35,8 +35,9 @@ class AgentMagicsBase(Magics):
 
     def _profile(self, name: str | None) -> str:
         profile = name or self._core().profile
-        if profile not in available_profiles():
-            raise UsageError(f"unknown profile {profile!r}; choose one of: {', '.join(available_profiles())}")
+        known = available_profiles() + list(getattr(self._core(), "agent_types", {}))  # packaged, then the user's types
+        if profile not in known:
+            raise UsageError(f"unknown profile {profile!r}; choose one of: {', '.join(known)}")
         return profile
 
     def _agent(self, profile: str, lm: str | None = None, *, need_lm: bool = True) -> DeepAgent:

@@ -11,19 +11,28 @@ tools); `tuning.programs` holds what hand-tuning and optimisation changed.
 from __future__ import annotations
 
 import difflib
+import json
 from pathlib import Path
+from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
+from ..core import extensions
 from ..core.profiles import load_profile, packaged_text
+from . import agents
 from ..tuning import programs
 from .arguments import expand_path, one_line, parse_flags
 from .base import AgentMagicsBase
 
 RLM_TEMPLATE_START = "You are tasked with producing the following outputs"
 RLM_TOOLS = ("llm_query", "llm_query_batched", "SUBMIT")
+TYPES_KEY = "deepagent_subagent_types"
+
+
+class _Dry:
+    """Where a dry run of `agents.load_types` registers: nowhere that matters."""
 
 
 @magics_class
@@ -45,14 +54,22 @@ class PromptMagics(AgentMagicsBase):
         if cell is not None:
             if not cell.strip():
                 raise UsageError("the cell is empty: write the new instructions in the cell body (or use --reset)")
-            programs.set_instructions(profile, cell.strip() + "\n")
+            if agents.is_type(self._core(), profile):  # one of the user's sub-agent types
+                agents.set_type_instructions(self._core(), profile, cell.strip() + "\n")
+            else:
+                programs.set_instructions(profile, cell.strip() + "\n")
             agent = self._agent(profile, need_lm=False)
             print(f"deepagent_prompt: profile {profile!r} now uses this cell's instructions "
                   f"(prompt hash {agent.prompt_hash}); --diff shows the change, --reset undoes it.")
             return
         if args.reset:
-            programs.reset(profile)
-            print(f"deepagent_prompt: profile {profile!r} is back to prompts/{profile}.md")
+            if agents.is_type(self._core(), profile):
+                agents.reset_type(self._core(), profile)
+                programs.drop(profile)
+                print(f"deepagent_prompt: sub-agent type {profile!r} is back to the instructions it was defined with")
+            else:
+                programs.reset(profile)
+                print(f"deepagent_prompt: profile {profile!r} is back to prompts/{profile}.md")
         elif args.diff:
             print(self.diff(profile))
         elif args.save:
@@ -60,7 +77,7 @@ class PromptMagics(AgentMagicsBase):
         elif args.load:
             self.load(profile, args.load)
         elif args.edit:
-            self.shell.set_next_input(f"%%deepagent_prompt --profile {profile}\n{load_profile(profile).text}",
+            self.shell.set_next_input(f"%%deepagent_prompt --profile {profile}\n{self._texts(profile)[1]}",
                                       replace=False)
         else:
             print(self.describe(profile))
@@ -79,8 +96,11 @@ class PromptMagics(AgentMagicsBase):
         else:
             parts = [("Instructions (tuned; the whole action prompt)", full)]
         tools = [tool.__name__ for tool in agent.builtin_tools() + agent.extra_tools] + list(RLM_TOOLS)
-        lines = [f"Profile {profile!r}: {programs.describe(profile)}; prompt hash {agent.prompt_hash}",
+        lines = [f"Profile {profile!r}: {self._source(profile)}; prompt hash {agent.prompt_hash}",
                  "Tools: " + ", ".join(tools)]
+        extra = extensions.extra_instructions(agent, agent.workspace)
+        if extra:  # the sub-agent types and skills, found again at each run (agents.py, core/skills.py)
+            parts.append(("Added at each run: your sub-agent types and the skills (found when the run starts)", extra))
         for title, text in parts:
             lines += ["", f"=== {title} ===", text]
         demos = agent.rlm.generate_action.demos
@@ -94,11 +114,11 @@ class PromptMagics(AgentMagicsBase):
     def diff(self, profile: str) -> str:
         """Unified diffs: the profile's text against its file, and a tuned action prompt against the text's."""
         out = []
-        current = load_profile(profile).text
-        if current != packaged_text(profile):
-            out += difflib.unified_diff(packaged_text(profile).splitlines(), current.splitlines(),
-                                        f"prompts/{profile}.md (packaged)", f"{profile} (edited in this kernel)",
-                                        lineterm="")
+        packaged, current = self._texts(profile)
+        if current != packaged:
+            source = f"{profile} (as defined)" if agents.is_type(self._core(), profile) else f"prompts/{profile}.md (packaged)"
+            out += difflib.unified_diff(packaged.splitlines(), current.splitlines(),
+                                        source, f"{profile} (edited in this kernel)", lineterm="")
         program = programs.tuned(profile)
         if program is not None:
             agent = self._agent(profile, need_lm=False)
@@ -122,14 +142,21 @@ class PromptMagics(AgentMagicsBase):
         try:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             agent.save(path)
+            types = agents.saved_types(self._core())
+            if types:  # the user's sub-agent types go with the program (DSPy's load ignores the key)
+                data = json.loads(Path(path).read_text(encoding="utf-8"))
+                data[TYPES_KEY] = types
+                Path(path).write_text(json.dumps(data, indent=2), encoding="utf-8")
         except Exception as exc:  # DSPy wraps the OSError of a missing or unwritable folder
             raise UsageError(f"--save {path}: {one_line(getattr(exc, 'strerror', None) or exc)}") from None
-        print(f"deepagent_prompt: saved profile {profile!r} ({programs.describe(profile)}) to {path}")
+        kept = f" with sub-agent types {', '.join(t['name'] for t in types)}" if types else ""
+        print(f"deepagent_prompt: saved profile {profile!r} ({self._source(profile)}){kept} to {path}")
 
     def load(self, profile: str, path: str) -> None:
         path = expand_path(path)
         if not Path(path).is_file():
             raise UsageError(f"--load {path}: no such file")
+        types = self._saved_types(path)
         with programs.untuned():
             agent = self._agent(profile, need_lm=False)
         try:
@@ -138,4 +165,33 @@ class PromptMagics(AgentMagicsBase):
             reason = " ".join(str(exc).split())[:200]
             raise UsageError(f"--load {path}: not a saved deep agent program ({type(exc).__name__}: {reason})") from None
         programs.install(profile, agent, f"loaded from {path}")
-        print(f"deepagent_prompt: profile {profile!r} now runs the program in {path} (prompt hash {agent.prompt_hash})")
+        names = agents.load_types(self._core(), types, self.shell.user_ns, f"--load {path}") if types else []
+        kept = f"; sub-agent types {', '.join(names)} are defined again" if names else ""
+        print(f"deepagent_prompt: profile {profile!r} now runs the program in {path} "
+              f"(prompt hash {agent.prompt_hash}){kept}")
+
+    # ------------------------------------------------------------ the user's sub-agent types (agents.py)
+    def _texts(self, profile: str) -> tuple[str, str]:
+        """(packaged or as defined, as now): the profile's or the user's type's instructions."""
+        if agents.is_type(self._core(), profile):
+            return agents.type_texts(self._core(), profile)
+        return packaged_text(profile), load_profile(profile).text
+
+    def _source(self, profile: str) -> str:
+        if not agents.is_type(self._core(), profile):
+            return programs.describe(profile)
+        packaged, current = self._texts(profile)
+        program = programs.tuned(profile)
+        parts = ["your sub-agent type"] + (["text edited in this kernel"] if current != packaged else [])
+        parts += [program.source + (f", {program.demos} demos" if program.demos else "")] if program else []
+        return "; ".join(parts)
+
+    def _saved_types(self, path: str) -> Any:
+        """The sub-agent types saved with the program in ``path`` (checked before anything is loaded)."""
+        try:
+            types = json.loads(Path(path).read_text(encoding="utf-8")).get(TYPES_KEY)
+        except (OSError, ValueError, AttributeError):
+            return None  # DSPy's load says what is wrong with the file
+        if types is not None:
+            agents.load_types(_Dry(), types, self.shell.user_ns, f"--load {path}")  # all or nothing
+        return types

@@ -26,7 +26,7 @@ from ..core.run import Run
 from ..core.session import NamespaceBusy
 from ..display import show_run
 from ..tuning import programs
-from . import followup, gateway_settings
+from . import agents, followup, gateway_settings
 from .arguments import (
     check_out,
     check_mcp_servers,
@@ -78,10 +78,14 @@ class DeepAgentMagics(Magics):
 
     mcp_servers = List(Unicode(), help="MCP servers whose tools agents get: command lines (stdio) or http(s) URLs.").tag(config=True)
     SETTINGS += ("mcp_servers",)
+    tools = List(Unicode(), help="Notebook functions offered to every agent as tools (names; agents.py).").tag(config=True)
+    skills_dir = Unicode(None, allow_none=True, help="User-wide skills folder (default: DEEPAGENT_SKILLS_DIR, else ~/.deepagent/skills).").tag(config=True)
+    SETTINGS += ("tools", "skills_dir")
 
     def __init__(self, shell=None, **kwargs: Any):
         super().__init__(shell=shell, **kwargs)
         self.runs: list[Run] = []
+        self.agent_types: dict[str, Any] = {}  # the user's sub-agent types (agents.py: %%deepagent_agent)
 
     @property
     def last_run(self) -> Run | None:
@@ -111,6 +115,7 @@ class DeepAgentMagics(Magics):
     @argument("--cells", type=int, help="how many of your recent cells the agent sees (0: none)")
     @argument("--compact-at", dest="compact_at", type=followup.compact_at, help="tokens, or a fraction of the context window; off: never")
     @argument("--run-id", dest="run_id", help="id for this run (the run API chooses it before the run starts)")
+    @argument("--tools", help="notebook functions to offer as tools: f,g ('off': none)")
     @cell_magic
     def deepagent(self, line: str, cell: str) -> None:
         """Hand the cell's text to a deep agent whose REPL is this notebook."""
@@ -166,6 +171,8 @@ class DeepAgentMagics(Magics):
         check_subagent_settings(settings)
         settings["workspace"] = check_workspace(settings["workspace"])
         namespace = self.shell.user_ns
+        tools = agents.notebook_tools(settings["tools"], namespace)
+        as_type = agents.root_settings(self, settings["profile"], namespace, settings["max_depth"], tools)
         try:
             lm = resolve_lm(settings["lm"], namespace=namespace)
             sub_lm = make_lm(settings["sub_lm"], namespace)
@@ -184,9 +191,13 @@ class DeepAgentMagics(Magics):
                 max_parallel=settings["max_parallel"],
                 pool=self._subagent_pool(settings),
                 mcp_servers=settings["mcp_servers"],
+                tools=as_type.get("tools", tools),
+                instructions=as_type.get("instructions"),  # --profile NAME of one of the user's types
+                subagents=agents.type_list(self, namespace),
             )
             agent = programs.apply(agent)  # the profile's tuned program, if one is active
             agent.compact_at = settings["compact_at"]
+            agent.skills_dir = settings["skills_dir"]
             return agent
         except (NoLMError, UnknownProfile, ValueError, TypeError, OSError) as exc:
             raise UsageError(one_line(exc) or type(exc).__name__) from None
@@ -215,6 +226,8 @@ class DeepAgentMagics(Magics):
     @argument("--cells", type=int, help="how many recent cells the agent sees")
     @argument("--compact-at", dest="compact_at", type=followup.compact_at, help="tokens or a fraction of the window; off")
     @argument("--mcp", dest="mcp_servers", action="append", help="MCP server (command line or URL); repeat for more; 'off' for none")
+    @argument("--tools", help="notebook functions every agent gets as tools: f,g ('off': none)")
+    @argument("--skills-dir", dest="skills_dir", help="user-wide skills folder ('off': the default)")
     @argument("--reset", action="store_true", help="restore every default")
     @line_magic
     def deepagent_config(self, line: str) -> None:
@@ -233,7 +246,7 @@ class DeepAgentMagics(Magics):
         gateway_settings.check_gateway(updates, self.gateway_url, self.gateway_token)
         if "workspace" in updates:
             updates["workspace"] = check_workspace(updates["workspace"])
-        if "profile" in updates and updates["profile"] not in available_profiles():
+        if "profile" in updates and updates["profile"] not in available_profiles() + list(self.agent_types):
             raise UsageError(f"unknown profile {updates['profile']!r}; choose one of: {', '.join(available_profiles())}")
         for name in ("lm", "sub_lm"):
             if name in updates:
@@ -243,6 +256,11 @@ class DeepAgentMagics(Magics):
                     raise UsageError(one_line(exc)) from None
         if "mcp_servers" in updates:
             updates["mcp_servers"] = check_mcp_servers(updates["mcp_servers"])
+        if "skills_dir" in updates:
+            updates["skills_dir"] = None if updates["skills_dir"] == "off" else check_workspace(updates["skills_dir"], "--skills-dir")
+        if "tools" in updates:
+            updates["tools"] = list(agents.tool_names(updates["tools"]))
+            agents.notebook_tools(updates["tools"], self.shell.user_ns)  # each one checked now
         if args.reset:  # only once every new value is known to be good: a mistake changes nothing
             for name in self.SETTINGS:
                 setattr(self, name, self.traits()[name].default())

@@ -93,6 +93,11 @@ def reset(profile: str) -> None:
     _tuned.pop(profile, None)
 
 
+def drop(profile: str) -> None:
+    """Forget ``profile``'s tuned program (a user's sub-agent type has no packaged file to go back to)."""
+    _tuned.pop(profile, None)
+
+
 def describe(profile: str) -> str:
     """One line: where the profile's active program comes from."""
     parts = []

@@ -20,11 +20,12 @@ from .tools import (
            delegate,
            delegate_batched,
            delegation_tools,
+           offer_subagent_types,
            review,
 )
 from .tree import Budget, Outcome, Spec, Tree, tree_of
 from .verdict import VERDICTS, parse_verdict
 
 __all__ = ["Child", "SubAgent", "run_subagents", "DEFAULT_CRITERIA", "REVIEWER_PROFILE", "delegate",
-           "delegate_batched", "delegation_tools", "review", "Budget", "Outcome", "Spec", "Tree", "tree_of",
+           "delegate_batched", "delegation_tools", "offer_subagent_types", "review", "Budget", "Outcome", "Spec", "Tree", "tree_of",
            "VERDICTS", "parse_verdict"]

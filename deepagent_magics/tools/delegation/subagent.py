@@ -15,7 +15,8 @@ from typing import Any
 import dspy
 
 from ...core.agent import DeepAgent
-from ...core.profiles import load_profile
+from ...core.profiles import UnknownProfile, load_profile
+from ...core.subagent_types import known_names
 from ...core.session import Session
 from ...interpreters.kernel import KernelInterpreterFactory
 from .child import Child
@@ -50,23 +51,61 @@ class SubAgent(DeepAgent):
         )
 
 
+def kind_name(parent: Any, spec: Any) -> str:
+    """The kind of sub-agent ``spec`` asks for: ``agent=``, else ``profile=``, else the parent's own."""
+    return spec.agent or spec.profile or parent.profile
+
+
+def kind_refusal(parent: Any, spec: Any) -> str | None:
+    """The ``Error:`` for a sub-agent kind that does not exist (it lists the known ones), else None."""
+    types = getattr(parent, "subagents", None) or {}
+    if spec.agent is not None and spec.profile is not None and spec.agent != spec.profile:
+        return f"Error: give agent={spec.agent!r} or profile={spec.profile!r}, not both"
+    name = kind_name(parent, spec)
+    if isinstance(name, str) and name in types:
+        return None
+    try:
+        load_profile(name)
+    except UnknownProfile as exc:
+        if spec.agent is None and not types:
+            return f"Error: {exc}"
+        return f"Error: unknown sub-agent type {str(name)[:80]!r}; the known ones are: {', '.join(known_names(types))}"
+    return None
+
+
 def child_agent(parent: Any, session: Session, tree: Tree, child: Child) -> SubAgent:
-    """The child's agent: a copy of a built template, with this child's own settings."""
+    """The child's agent: a copy of a built template, with this child's own settings.
+
+    A sub-agent type (``delegate(agent="NAME")``) gives its instructions, its LM, its step limit
+    and its tools, which only it gets: its own sub-agents inherit its parent's tools, not those."""
+    types = getattr(parent, "subagents", None) or {}
+    name = kind_name(parent, child.spec)
+    kind = types.get(name)
+    inherited = tuple(tool for tool in parent.extra_tools if tool not in getattr(parent, "type_tools", ()))
+    own = tuple(kind.tools) if kind is not None else ()
+    mine = {tool.__name__ for tool in own}
+    depth = parent.depth + 1
     agent = copy.copy(_template(
-        profile=child.spec.profile or parent.profile,
-        depth=parent.depth + 1,
+        profile=name,
+        depth=depth,
         max_depth=parent.max_depth,
-        max_iters=parent.subagent_max_iters,
+        max_iters=(kind.max_iters if kind is not None and kind.max_iters else parent.subagent_max_iters),
         max_llm_calls=parent.max_llm_calls,
         timeout=parent.timeout,
-        tools=tuple(parent.extra_tools),
+        tools=tuple(tool for tool in inherited if tool.__name__ not in mine) + own,
         sub_lm=parent.sub_lm,
+        instructions=kind.instructions_at(depth, parent.max_depth) if kind is not None else None,
     ))
     agent.tree, agent.child, agent.pool = tree, child, tree.pool
-    agent.lm = parent.lm if parent.lm is not None else dspy.settings.lm
+    agent.subagents, agent.type_tools = types, own
+    if kind is not None and kind.lm is not None:
+        agent.lm = kind.lm
+    else:
+        agent.lm = parent.lm if parent.lm is not None else dspy.settings.lm
     agent.workspace = Path(session.workspace.root)
-    for name in ("max_subagents", "subagent_max_iters", "subagent_timeout", "max_parallel"):
-        setattr(agent, name, getattr(parent, name))
+    for name in ("max_subagents", "subagent_max_iters", "subagent_timeout", "max_parallel", "skills_dir"):
+        if hasattr(parent, name):
+            setattr(agent, name, getattr(parent, name))
     return agent
 
 
@@ -75,11 +114,13 @@ _templates_lock = threading.Lock()
 TEMPLATES_KEPT = 32
 
 
-def _template(*, profile: str, depth: int, max_depth: int, tools: tuple, sub_lm: Any, **settings: Any) -> SubAgent:
+def _template(*, profile: str, depth: int, max_depth: int, tools: tuple, sub_lm: Any,
+              instructions: str | None = None, **settings: Any) -> SubAgent:
     """A built sub-agent for these settings. Building a dspy.RLM takes ~10 ms (its signatures are
     pydantic models) and an RLM keeps each call's state in the call, so every child with the same
     settings shares one RLM (DeepAgent.run writes only these settings to it)."""
-    instructions = load_profile(profile).instructions(depth=depth, max_depth=max_depth)
+    if instructions is None:
+        instructions = load_profile(profile).instructions(depth=depth, max_depth=max_depth)
     lm_key = sub_lm if sub_lm is None or isinstance(sub_lm, str) else id(sub_lm)  # the template keeps it alive
     key = (instructions, profile, depth, max_depth, tools, lm_key, tuple(sorted(settings.items())))
     with _templates_lock:

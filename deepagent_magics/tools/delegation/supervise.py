@@ -18,11 +18,10 @@ import time
 from collections import deque
 from typing import Any, Iterator
 
-from ...core.profiles import UnknownProfile, load_profile
 from ...core.run import Run
 from ...core.session import Session
 from .child import FINISHED, STOP_GRACE, Child
-from .subagent import child_agent
+from .subagent import child_agent, kind_refusal
 from .tree import Outcome, Spec, Tree, tree_of
 
 POLL_SECONDS = 0.1
@@ -43,7 +42,11 @@ def run_subagents(session: Session, specs: list[Spec | str]) -> list[Outcome]:
             outcomes[index] = Outcome(False, refusal)
             continue
         child = Child(spec, index, parent=me, timeout=parent.subagent_timeout)
-        child.agent = child_agent(parent, session, tree, child)
+        try:
+            child.agent = child_agent(parent, session, tree, child)
+        except (ValueError, TypeError) as exc:  # e.g. a type whose tools clash with its parent's
+            outcomes[index] = Outcome(False, f"Error: the sub-agent could not be built: {exc}")
+            continue
         child.run = session.run.add_child(spec.task, profile=child.agent.profile, config=child.agent.config())
         if me is not None:
             me.adopt(child)
@@ -61,10 +64,9 @@ def _refusal(parent: Any, spec: Spec, tree: Tree) -> str | None:
     if parent.depth >= parent.max_depth:
         return (f"Error: delegation depth limit reached (this agent is at depth {parent.depth} of "
                 f"max_depth {parent.max_depth}); do this work yourself with code and llm_query")
-    try:
-        load_profile(spec.profile or parent.profile)
-    except UnknownProfile as exc:
-        return f"Error: {exc}"
+    refusal = kind_refusal(parent, spec)
+    if refusal is not None:
+        return refusal
     if not tree.budget.acquire():
         return (f"Error: the sub-agent budget of this run is used up ({tree.budget.limit} started); "
                 "do the remaining work yourself")

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from ...core import session as _session
+from ...core.subagent_types import describe_types
 from ..tool_call import tool
 from .supervise import run_subagents
 from .tree import Spec
@@ -20,14 +21,14 @@ DEFAULT_CRITERIA = [
 
 
 @tool
-def delegate(task: str, context: str = "", profile: str | None = None) -> str:
-    """Hand a focused, self-contained task to a sub-agent with a fresh context, in a kernel of its own, and return its result as a string. The sub-agent cannot see your variables: put what it needs in `context` (or in a workspace file; the workspace is shared). `profile` picks its prompt (default: yours). Returns a string starting with "Error:" when it could not run (depth or sub-agent budget reached) or failed."""
-    return run_subagents(_session.current(), [Spec(str(task), str(context or ""), profile)])[0].text
+def delegate(task: str, context: str = "", profile: str | None = None, agent: str | None = None) -> str:
+    """Hand a focused, self-contained task to a sub-agent with a fresh context, in a kernel of its own, and return its result as a string. The sub-agent cannot see your variables: put what it needs in `context` (or in a workspace file; the workspace is shared). `agent` picks the kind of sub-agent by name (a sub-agent type listed in your instructions, or a profile); `profile` picks its prompt (default: yours). Returns a string starting with "Error:" when it could not run (unknown agent, depth or sub-agent budget reached) or failed."""
+    return run_subagents(_session.current(), [Spec(str(task), str(context or ""), profile, agent)])[0].text
 
 
 @tool
 def delegate_batched(tasks: list) -> list[str]:
-    """Run several independent sub-agents at once and return their results in the order given. Each task is a string, or a dict {"task": ..., "context": ..., "profile": ...}. At most `max_parallel` run at the same time; a failed one gives an "Error: ..." string in its place."""
+    """Run several independent sub-agents at once and return their results in the order given. Each task is a string, or a dict {"task": ..., "context": ..., "agent": ..., "profile": ...} (`agent`: a sub-agent type's name). At most `max_parallel` run at the same time; a failed one gives an "Error: ..." string in its place."""
     specs = [_spec(item) for item in _task_list(tasks)]
     return [outcome.text for outcome in run_subagents(_session.current(), specs)]
 
@@ -49,6 +50,14 @@ def delegation_tools() -> list:
     return [delegate, delegate_batched, review]
 
 
+def offer_subagent_types(agent: Any, root: Any) -> str:
+    """For the prompt of an agent that may delegate and knows user-defined types: every type it may pick."""
+    types = getattr(agent, "subagents", None)
+    if not types or agent.depth >= agent.max_depth:
+        return ""
+    return describe_types(types)
+
+
 def _task_list(tasks: Any) -> list:
     if isinstance(tasks, str):
         try:
@@ -65,10 +74,10 @@ def _spec(item: Any) -> Spec | str:
     if isinstance(item, str):
         return Spec(item)
     if isinstance(item, dict) and isinstance(item.get("task"), str):
-        unknown = sorted(set(item) - {"task", "context", "profile"})
+        unknown = sorted(set(item) - {"task", "context", "profile", "agent"})
         if unknown:
-            return f"Error: unknown keys {unknown}; a task dict has task, context and profile"
-        return Spec(item["task"], str(item.get("context") or ""), item.get("profile"))
+            return f"Error: unknown keys {unknown}; a task dict has task, context, agent and profile"
+        return Spec(item["task"], str(item.get("context") or ""), item.get("profile"), item.get("agent"))
     return f"Error: {item!r:.80} is not a task; give a string or a dict with a 'task' string"
 
 

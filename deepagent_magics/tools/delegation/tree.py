@@ -48,6 +48,7 @@ class Spec:
     task: str
     context: str = ""
     profile: str | None = None
+    agent: str | None = None  # a sub-agent type's name (core.subagent_types), or a packaged profile's
 
 
 @dataclass
