@@ -18,12 +18,15 @@ import dspy
 
 from . import extensions, threads
 from .compaction import DEFAULT_COMPACT_AT
+from .ending import end_early
 from .lm import lm_label, resolve_lm
 from .namespace import summarize_namespace
 from .observer import HISTORY_SIZE, UsageSink, observe_steps
 from .profiles import instructions_hash, load_profile
 from .run import Listener, Run
 from .session import NamespaceBusy, Session, activate, claim, deactivate, release
+from .spend import CapReached, SpendBudget, check_caps
+from .steering import StopRequested
 from .workspace import Workspace
 
 DEFAULT_TIMEOUT = 120.0  # seconds one code block may run
@@ -67,6 +70,8 @@ class DeepAgent(dspy.Module):
         pool: the `KernelPool` sub-agents take their kernels from (default: the process-wide one).
         mcp_servers: MCP servers (command lines for stdio, or http(s) URLs) whose tools the agent
             gets too (``tools/mcp.py``); one that cannot start raises ``MCPError``.
+        max_cost, max_tokens, max_time: spend caps (USD, tokens, seconds) for the whole tree of a run,
+            root and sub-agents together (`core.spend`); a bad value raises ``ValueError``.
     """
 
     record_runs = True  # write each root run to <workspace>/.deepagent/runs/<id>.json (records/)
@@ -93,8 +98,13 @@ class DeepAgent(dspy.Module):
         max_parallel: int = 4,
         pool: Any = None,
         mcp_servers: Iterable[str] = (),
+        max_cost: float | None = None,
+        max_tokens: int | None = None,
+        max_time: float | None = None,
     ):
         super().__init__()
+        caps = check_caps(max_cost=max_cost, max_tokens=max_tokens, max_time=max_time)
+        self.max_cost, self.max_tokens, self.max_time = caps["max_cost"], caps["max_tokens"], caps["max_time"]
         self.lm = lm
         self.sub_lm = sub_lm
         self.workspace = Path(workspace)
@@ -170,6 +180,9 @@ class DeepAgent(dspy.Module):
             "subagent_max_iters": self.subagent_max_iters,
             "subagent_timeout": self.subagent_timeout,
             "max_parallel": self.max_parallel,
+            "max_cost": getattr(self, "max_cost", None),
+            "max_tokens": getattr(self, "max_tokens", None),
+            "max_time": getattr(self, "max_time", None),
         }
 
     # ------------------------------------------------------------ running
@@ -242,6 +255,9 @@ class DeepAgent(dspy.Module):
         summary = summarize_namespace(namespace, exclude=tool_names | {"SUBMIT"})
 
         observe_steps(self.rlm)  # each step opens on the run active in the calling thread
+        if run.parent is None:  # the tree's spend caps: one budget on the root run (core.spend)
+            run.spend = SpendBudget(getattr(self, "max_cost", None), getattr(self, "max_tokens", None),
+                                    getattr(self, "max_time", None), run=run)
         run.start()
         token = activate(session)
         try:
@@ -249,12 +265,15 @@ class DeepAgent(dspy.Module):
             # DSPy keeps at most HISTORY_SIZE entries per LM and module; the sink trims the global history.
             with dspy.context(lm=lm, caller_modules=[UsageSink(run)], disable_history=False,
                               max_history_size=HISTORY_SIZE):
-                prediction = self.rlm(
-                    task=task,
-                    context=context or "",
-                    notebook_variables=summary,
-                    interpreter_factory=self.interpreter_factory(session, namespace, shell),
-                )
+                try:
+                    prediction = self.rlm(
+                        task=task,
+                        context=context or "",
+                        notebook_variables=summary,
+                        interpreter_factory=self.interpreter_factory(session, namespace, shell),
+                    )
+                except (CapReached, StopRequested) as exc:  # a cap reached, the user's stop (core.ending)
+                    return end_early(self.rlm, session, exc, OUTPUT_FIELD)
         except Exception as exc:
             run.exception = exc
             run.finish("failed", error=f"{type(exc).__name__}: {exc}")

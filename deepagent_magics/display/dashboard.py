@@ -304,7 +304,10 @@ class Dashboard:
             data = {"text/markdown": str(run.result), "text/plain": str(run.result)}
         else:
             text = {"interrupted": "Interrupted: the trajectory so far is kept.",
-                    "failed": f"The agent failed: {run.error}"}.get(run.status, run.status)
+                    "failed": f"The agent failed: {run.error}",
+                    "stopped": f"Stopped: {run.error or 'by the user'}; everything so far is kept.",
+                    "budget_exhausted": f"Spend cap reached: {run.error}; everything so far is kept.",
+                    }.get(run.status, run.status)
             data = {"text/html": f'<div class="dag-error">{esc(text)}</div>', "text/plain": text}
         self.result.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
         self.result_box.layout.display = None
