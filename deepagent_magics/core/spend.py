@@ -43,7 +43,10 @@ MAX_SECONDS = 7 * 24 * 3600.0  # a week: longer is a mistake
 WAIT_SLICE = 0.25  # seconds between re-checks while calls in flight decide whether a call fits
 UNKNOWN_COST_WARNING = ("the provider reported no cost for {model}: --max-cost cannot hold for its calls "
                         "(they count $0); cap tokens with --max-tokens")
-LM_TOOLS = {"llm_query": None, "llm_query_batched": "prompts"}  # tools that call the LM: name -> batch argument
+# Tools that call the LM: name -> the argument holding a batch. ``__dspy_call__`` runs a predictor the
+# agent's code built with DSPy's sandbox facade: admitted as one call (a facade-built RLM's own later
+# calls are counted, not checked one by one).
+LM_TOOLS = {"llm_query": None, "llm_query_batched": "prompts", "__dspy_call__": None}
 
 
 class CapReached(RuntimeError):

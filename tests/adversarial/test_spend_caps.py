@@ -225,3 +225,25 @@ def test_caps_on_the_magic_and_in_the_config_reach_the_run(ip):
         ip.run_cell_magic("deepagent", "--lm lm", "task")
     assert math.isnan(ip.magics_manager.registry["DeepAgentMagics"].max_cost)
     assert ip.user_ns["_deepagent_run"] is run  # the refused cell started no run
+
+
+def test_a_predictor_the_agent_builds_with_dspy_is_refused_once_the_cap_is_reached(tmp_path):
+    code = ("qa = dspy.Predict('question -> answer')\nfor i in range(3):\n"
+            "    print(qa(question=f'q{i}').answer)\nprint('never')")
+    lm = ScriptedLM([("Build a predictor.", code)] + counting_steps(2), replies={"answer": "a"}, tokens=(STEP, 0))
+    run = agent(lm, tmp_path, max_tokens=250).run("predict", namespace={})
+    assert "spend cap" in run.steps[0].output and "never" not in run.steps[0].output
+    assert run.tree_usage().lm_calls == 3 + 1  # the step, two predictions, the final answer
+
+
+def test_the_status_line_shows_spend_against_each_cap_while_it_runs(tmp_path):
+    from deepagent_magics.core.run import STEP_FINISHED
+    from deepagent_magics.display.markup import status_line
+    from deepagent_magics.display.text import summary
+
+    lines = []
+    lm = ScriptedLM(counting_steps(3) + [("Done.", "SUBMIT(result='ok')")], tokens=(STEP, 0), cost=0.01)
+    run = agent(lm, tmp_path, max_tokens=10_000, max_cost=1, max_time=600).run(
+        "count", namespace={}, listeners=[lambda e: lines.append(status_line(e.run)) if e.kind == STEP_FINISHED else None])
+    assert "caps: 200/10,000 tokens · $0.0200/$1 · " in lines[1] and "/600 s" in lines[1]
+    assert "caps: 400/10,000 tokens" in summary(run)
