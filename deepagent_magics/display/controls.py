@@ -51,6 +51,7 @@ class SteeringControls:
         self.run = run
         self.inbox = steering_of(run, create=True)
         self.stop = W.Button(description="Stop after this step", icon="stop", button_style="warning",
+                             layout=W.Layout(width="auto", min_width="13em"),
                              tooltip="The agent finishes the step it is in, then the run ends 'stopped'")
         self.note = W.Textarea(placeholder="A note to the agent: it reads it in its next step",
                                layout=W.Layout(width="100%", height="3.2em"))
