@@ -26,7 +26,6 @@ from pydantic import Field
 from .redaction import scrub
 
 USER_NOTE = "user_note"  # run event (data: note, step): a note the user sent while the run worked
-STEER_STOP = "stop_requested"  # run event (data: step): the user asked the run to stop after this step
 MAX_NOTE_CHARS = 4_000
 TODO_STATUSES = ("pending", "in_progress", "completed")
 NOTES_HEAD = "=== Notes from the user, sent while you work (they take precedence over the task where they differ) ==="
