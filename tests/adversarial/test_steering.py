@@ -129,3 +129,31 @@ def test_concurrent_posts_are_all_delivered_once(tmp_path):
     taken += inbox.take_notes()
     assert sorted(taken) == sorted(f"n{i}-{j}" for i in range(8) for j in range(50))
     assert check_todos([{"content": "a"}]) == [{"content": "a", "status": "pending"}]
+
+
+@pytest.mark.kernel
+def test_stop_reaches_every_sub_agent_of_a_delegate_batched(tmp_path):
+    from deepagent_magics.interpreters.pool import KernelPool
+
+    child = [("Work.", "import time\ntime.sleep(0.4)\nprint('worked')")] * 30
+    root = [("Fan out.", "rs = delegate_batched(['KID-A: work', 'KID-B: work', 'KID-C: work'])\nprint(rs)"),
+            ("Never.", "never = True")]
+    run = Run("ROOT: fan out")
+    namespace = {}
+    inbox = steering_of(run, create=True)
+    lm = ScriptedLM(scripts={"ROOT": root, "KID-A": child, "KID-B": child, "KID-C": child})
+    pool = KernelPool(size=2).warm()
+    timer = threading.Timer(4.0, inbox.request_stop)
+    try:
+        timer.start()
+        started = time.monotonic()
+        DeepAgent(lm=lm, workspace=tmp_path, pool=pool, timeout=60).run("ROOT: fan out", namespace=namespace, run=run)
+        elapsed = time.monotonic() - started
+    finally:
+        timer.cancel()
+        pool.stop()
+    assert run.status == "stopped" and len(run.steps) == 1 and "never" not in namespace
+    assert [kid.status for kid in run.children] == ["stopped"] * 3
+    assert all(len(kid.steps) < 30 for kid in run.children)
+    assert run.steps[0].output.count("Error: the sub-agent ended stopped") == 3
+    assert elapsed < 30  # did not run the children's 30 steps
