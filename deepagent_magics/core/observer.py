@@ -115,10 +115,11 @@ class _Sink:
         model = str(entry.get("model") or "lm")
         input_tokens = int(usage.get("prompt_tokens") or usage.get("input_tokens") or 0)
         output_tokens = int(usage.get("completion_tokens") or usage.get("output_tokens") or 0)
-        self.run.record_usage(model, input_tokens, output_tokens, entry.get("cost"))
+        cost = spend.reported_cost(entry.get("cost"))  # None unless a number of USD >= 0 (not NaN, not "lots")
+        self.run.record_usage(model, input_tokens, output_tokens, cost)
         budget = spend.budget_of(self.run)
         if budget is not None:  # the tree's spend caps count every call of every run in it
-            budget.add(input_tokens + output_tokens, entry.get("cost"), model)
+            budget.add(input_tokens + output_tokens, cost, model)
         if isinstance(entry, dict):
             with self._lock:
                 self._recent.append(entry)

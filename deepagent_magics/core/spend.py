@@ -19,7 +19,8 @@ Checked *before* each LM call starts, under one lock, exact under concurrency:
 
 Cost and tokens are what the provider reports through DSPy/LiteLLM (each history entry's
 ``usage`` and ``cost``). A provider that reports no cost (a local model, a custom engine) cannot
-be held to ``max_cost``: its calls count $0, each is counted in ``unknown_cost_calls`` and the run
+be held to ``max_cost`` (nor one that reports a cost that is not a number of USD of 0 or more:
+negative, NaN, infinite): such calls count $0, each is counted in ``unknown_cost_calls`` and the run
 gets one warning (``run.config["spend_warnings"]``); ``max_tokens`` still holds. Time is the
 run's wall-clock time less the seconds it spent waiting for the user's approval
 (``waited_seconds`` on any run of the tree).
@@ -191,10 +192,11 @@ class SpendBudget:
     def add(self, tokens: int, cost: float | None, model: str = "lm") -> None:
         """One LM call's usage, as the provider reported it (the run's usage sink calls this)."""
         warn = False
+        tokens, cost = _count(tokens), reported_cost(cost)
         with self._cond:
             self.calls += 1
-            self.tokens += int(tokens or 0)
-            self._largest_tokens = max(self._largest_tokens, int(tokens or 0))
+            self.tokens += tokens
+            self._largest_tokens = max(self._largest_tokens, tokens)
             if cost is None:
                 self.unknown_cost_calls += 1
                 warn = self.max_cost is not None and not self._warned
@@ -227,6 +229,27 @@ class SpendBudget:
         if self.max_time is not None:
             parts.append(f"{self.elapsed():.1f}/{self.max_time:g} s")
         return " · ".join(parts)
+
+
+def _count(tokens: Any) -> int:
+    """Tokens as reported; what is not a count of 0 or more counts 0 (a misbehaving provider)."""
+    try:
+        number = float(tokens or 0)
+    except (TypeError, ValueError):
+        return 0
+    return int(number) if math.isfinite(number) and number > 0 else 0
+
+
+def reported_cost(cost: Any) -> float | None:
+    """A reported cost in USD, or None when there is none that could count: a missing, negative,
+    NaN, infinite or unreadable cost would otherwise let a cap never be reached (NaN compares false)."""
+    if cost is None or isinstance(cost, bool):
+        return None
+    try:
+        number = float(cost)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
 
 
 def budget_of(run: Any) -> SpendBudget | None:

@@ -247,3 +247,22 @@ def test_the_status_line_shows_spend_against_each_cap_while_it_runs(tmp_path):
         "count", namespace={}, listeners=[lambda e: lines.append(status_line(e.run)) if e.kind == STEP_FINISHED else None])
     assert "caps: 200/10,000 tokens · $0.0200/$1 · " in lines[1] and "/600 s" in lines[1]
     assert "caps: 400/10,000 tokens" in summary(run)
+
+
+@pytest.mark.parametrize("cost", [float("nan"), -1.0, float("inf"), "lots", True])
+def test_a_provider_reporting_a_nonsense_cost_cannot_switch_the_caps_off(tmp_path, cost):
+    lm = ScriptedLM(counting_steps(10), replies="", tokens=(STEP, 0), cost=lambda entry: cost)
+    run = agent(lm, tmp_path, max_cost=0.5, max_tokens=300).run("count", namespace={})
+    assert len(run.steps) == 3 and "token cap" in run.error  # tokens still hold
+    spend = run.config["spend"]
+    assert spend["cost"] == 0 and spend["unknown_cost_calls"] == 4 and run.config["spend_warnings"]
+
+
+def test_nonsense_token_counts_count_nothing():
+    budget = SpendBudget(max_tokens=300)
+    for tokens in (-10_000, float("nan"), float("inf"), "junk", None):
+        budget.add(tokens, 0.0)
+    assert budget.tokens == 0 and budget.calls == 5
+    budget.add(300, 0.0)
+    with pytest.raises(CapReached):
+        budget.admit()
