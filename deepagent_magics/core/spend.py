@@ -114,6 +114,7 @@ class SpendBudget:
         self._largest_cost = 0.0
         self._warned = False
         self._cond = threading.Condition()
+        self._held = threading.local()  # how many calls the current thread has in flight
 
     @property
     def capped(self) -> bool:
@@ -163,13 +164,16 @@ class SpendBudget:
                 if reason is not None:
                     self.reached = self.reached or reason
                     raise CapReached(f"spend cap: {reason}; no further LM call starts")
-                if self._fits() or self.in_flight == 0:
+                # Calls this thread itself has in flight (a predictor built in the sandbox that calls
+                # llm_query) will not return while it waits here: only the others' are waited for.
+                if self._fits() or self.in_flight - getattr(self._held, "n", 0) <= 0:
                     break
                 self._cond.wait(WAIT_SLICE)  # the calls in flight decide: wait for what they really cost
             reservation = (n * self._largest_tokens, n * self._largest_cost)
             self._reserved_tokens += reservation[0]
             self._reserved_cost += reservation[1]
             self.in_flight += n
+            self._held.n = getattr(self._held, "n", 0) + n
             return reservation
 
     def release(self, reservation: tuple[int, float], n: int = 1) -> None:
@@ -177,6 +181,7 @@ class SpendBudget:
             self._reserved_tokens -= reservation[0]
             self._reserved_cost -= reservation[1]
             self.in_flight -= max(1, int(n))
+            self._held.n = getattr(self._held, "n", 0) - max(1, int(n))
             self._cond.notify_all()
 
     @contextlib.contextmanager

@@ -276,3 +276,23 @@ def test_lm_calls_the_agent_makes_around_the_tools_are_counted_and_the_next_step
     run = agent(lm, tmp_path, max_tokens=250).run("around", namespace={})
     assert run.tree_usage().tokens == 400 + 100 and len(run.steps) == 1  # the step, three direct calls, the answer
     assert "token cap" in run.error
+
+
+def test_a_thread_with_a_call_in_flight_that_asks_again_does_not_wait_for_itself():
+    budget = SpendBudget(max_tokens=250)
+    budget.add(STEP, None)
+    budget.add(STEP, None)  # 200 spent; a call in flight reserves 100: nothing more fits until it returns
+    done = threading.Event()
+
+    def nested() -> None:
+        with budget.calls_allowed():  # e.g. a sandbox-built predictor...
+            try:
+                with budget.calls_allowed():  # ...that calls llm_query: decided now, not after itself
+                    pass
+            except CapReached:
+                pass
+        done.set()
+
+    worker = threading.Thread(target=nested, daemon=True)
+    worker.start()
+    assert done.wait(5), "the thread waited for its own call in flight"
