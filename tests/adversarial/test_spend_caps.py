@@ -296,3 +296,14 @@ def test_a_thread_with_a_call_in_flight_that_asks_again_does_not_wait_for_itself
     worker = threading.Thread(target=nested, daemon=True)
     worker.start()
     assert done.wait(5), "the thread waited for its own call in flight"
+
+
+def test_a_configured_cap_is_removed_with_off_and_a_refused_one_does_not_stick(ip):
+    magics = ip.magics_manager.registry["DeepAgentMagics"]
+    ip.run_line_magic("deepagent_config", "--max-cost 1.5 --max-time 60")
+    assert magics.max_cost == 1.5 and magics.max_time == 60
+    with pytest.raises(UsageError):
+        ip.run_line_magic("deepagent_config", "--max-time 30 --max-cost -2")
+    assert magics.max_cost == 1.5 and magics.max_time == 60  # neither value of the refused line stuck
+    ip.run_line_magic("deepagent_config", "--max-cost off")
+    assert magics.max_cost is None and magics.max_time == 60
