@@ -7,7 +7,11 @@ import pytest
 
 from deepagent_magics.core.run import Run
 from deepagent_magics.core.steering import steering_of
-from deepagent_magics.display.controls import SteeringControls, parse_todos_text, todos_text
+from deepagent_magics.display.controls import (
+    SteeringControls,
+    parse_todos_text,
+    todos_text,
+)
 
 
 def test_the_todo_text_round_trips_and_reads_what_people_type():

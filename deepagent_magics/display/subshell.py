@@ -20,7 +20,8 @@ steering inbox). Where there are no subshells (another kernel, ipykernel < 7, a 
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 _subshells: dict[int, str] = {}  # id(kernel) -> the subshell handling our widgets' messages
 _lock = threading.Lock()
