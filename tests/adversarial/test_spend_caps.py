@@ -307,3 +307,23 @@ def test_a_configured_cap_is_removed_with_off_and_a_refused_one_does_not_stick(i
     assert magics.max_cost == 1.5 and magics.max_time == 60  # neither value of the refused line stuck
     ip.run_line_magic("deepagent_config", "--max-cost off")
     assert magics.max_cost is None and magics.max_time == 60
+
+
+@pytest.mark.kernel
+def test_a_sub_agents_llm_query_in_its_kernel_is_refused_once_the_trees_cap_is_reached(tmp_path):
+    from deepagent_magics.interpreters.pool import KernelPool
+
+    child = [("Ask.", "out = []\nfor i in range(5):\n    out.append(llm_query(f'q{i}'))\nprint('never')")]
+    root = [("Delegate.", "print(delegate('KID: ask five times'))")] + counting_steps(2)
+    lm = ScriptedLM(scripts={"ROOT": root, "KID": child}, replies="", tokens=(STEP, 0))
+    pool = KernelPool(size=1).warm()
+    try:
+        run = DeepAgent(lm=lm, workspace=tmp_path, pool=pool, max_tokens=450, timeout=60).run(
+            "ROOT: delegate", namespace={})
+    finally:
+        pool.stop()
+    [kid] = run.children
+    assert "spend cap" in kid.steps[0].output and "never" not in kid.steps[0].output
+    assert kid.usage.lm_calls == 1 + 3  # its step, then llm_query at 200, 300, 400 spent; at 500 refused
+    assert kid.status == "budget_exhausted" and run.status == "budget_exhausted"
+    assert run.tree_usage().lm_calls == 1 + 4 + 1  # the root's step, the kid's four, the final answer
