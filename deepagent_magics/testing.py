@@ -88,12 +88,13 @@ class ScriptedEngine:
     """The engine behind `ScriptedLM`: reads each request, answers from the scripts."""
 
     def __init__(self, scripts: Mapping[str, Iterable[Step] | Callable[[ScriptedRequest], Step]],
-                 replies: Any, latency: float = 0.0):
+                 replies: Any, latency: float = 0.0, tokens: tuple[int, int] | None = None):
         self.scripts = {key: steps if callable(steps) else [_normalize(step) for step in steps]
                         for key, steps in scripts.items()}
         self.cursors = {key: 0 for key in self.scripts}
         self.replies = replies
         self.latency = latency
+        self.tokens = tokens
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
@@ -118,13 +119,13 @@ class ScriptedEngine:
             text = self._reply(user)
         with self._lock:
             self.requests.append({"system": system, "user": user, "response": text})
+        tokens_in, tokens_out = self.tokens or ((len(system) + len(user)) // 4, len(text) // 4)
         return Response(
             id=None,
             model="scripted",
             message=Message.assistant([TextPart(text)]),
             finish_reason="stop",
-            usage=Usage(input_tokens=(len(system) + len(user)) // 4, output_tokens=len(text) // 4,
-                        total_tokens=(len(system) + len(user) + len(text)) // 4),
+            usage=Usage(input_tokens=tokens_in, output_tokens=tokens_out, total_tokens=tokens_in + tokens_out),
         )
 
     def _next_step(self, user: str, request: ScriptedRequest | None = None) -> dict[str, str]:
@@ -180,6 +181,9 @@ class ScriptedLM(dspy.LM):
         scripts: {task fragment: steps (or such a function)} for several agents.
         replies: answers to non-step requests (``llm_query``, other modules).
         latency: seconds to sleep per call, to stand in for a model's latency.
+        cost: USD each call reports as its cost, as a provider's pricing would (default: none
+            reported, like a custom engine's); a function of the history entry may decide per call.
+        tokens: ``(input, output)`` tokens each call reports (default: about a token per 4 characters).
     """
 
     def __init__(
@@ -190,11 +194,21 @@ class ScriptedLM(dspy.LM):
         replies: str | Mapping[str, str] | Callable[[str], str | Mapping[str, str]] = "(scripted reply)",
         latency: float = 0.0,
         model: str = "scripted/demo",
+        cost: float | Callable[[dict[str, Any]], float | None] | None = None,
+        tokens: tuple[int, int] | None = None,
     ):
         scripts = dict(scripts or {})
         if steps is not None:
             scripts.setdefault("", steps if callable(steps) else list(steps))
-        super().__init__(model, engine=ScriptedEngine(scripts, replies, latency), cache=False)
+        super().__init__(model, engine=ScriptedEngine(scripts, replies, latency, tokens), cache=False)
+        self.reported_cost = cost
+
+    def update_history(self, entry: Any) -> None:
+        """Each call's history entry, with the scripted cost in it (what a provider's pricing reports)."""
+        cost = self.reported_cost
+        if cost is not None and isinstance(entry, dict):
+            entry["cost"] = cost(entry) if callable(cost) else float(cost)
+        super().update_history(entry)
 
     def __deepcopy__(self, memo: dict) -> "ScriptedLM":
         """Copies share the script (optimisers deep-copy programs; the script and its log are one)."""

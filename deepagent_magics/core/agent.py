@@ -18,6 +18,7 @@ import dspy
 
 from . import extensions, threads
 from .compaction import DEFAULT_COMPACT_AT
+from .ending import end_early
 from .lm import lm_label, resolve_lm
 from .namespace import summarize_namespace
 from .observer import HISTORY_SIZE, UsageSink, observe_steps
@@ -25,6 +26,8 @@ from .profiles import instructions_hash, load_profile
 from .run import Listener, Run
 from .session import NamespaceBusy, Session, activate, claim, deactivate, release
 from .subagent_types import check_types
+from .spend import CapReached, SpendBudget, check_caps
+from .steering import StopRequested
 from .workspace import Workspace
 
 DEFAULT_TIMEOUT = 120.0  # seconds one code block may run
@@ -70,6 +73,8 @@ class DeepAgent(dspy.Module):
             gets too (``tools/mcp.py``); one that cannot start raises ``MCPError``.
         subagents: `SubAgentType`s it (and its sub-agents) may delegate to by name
             (``delegate(task, agent="NAME")``; `core.subagent_types`).
+        max_cost, max_tokens, max_time: spend caps (USD, tokens, seconds) for the whole tree of a run,
+            root and sub-agents together (`core.spend`); a bad value raises ``ValueError``.
     """
 
     record_runs = True  # write each root run to <workspace>/.deepagent/runs/<id>.json (records/)
@@ -98,9 +103,14 @@ class DeepAgent(dspy.Module):
         pool: Any = None,
         mcp_servers: Iterable[str] = (),
         subagents: Iterable[Any] = (),
+        max_cost: float | None = None,
+        max_tokens: int | None = None,
+        max_time: float | None = None,
     ):
         super().__init__()
         self.subagents = check_types(subagents)
+        caps = check_caps(max_cost=max_cost, max_tokens=max_tokens, max_time=max_time)
+        self.max_cost, self.max_tokens, self.max_time = caps["max_cost"], caps["max_tokens"], caps["max_time"]
         self.lm = lm
         self.sub_lm = sub_lm
         self.workspace = Path(workspace)
@@ -177,6 +187,9 @@ class DeepAgent(dspy.Module):
             "subagent_timeout": self.subagent_timeout,
             "max_parallel": self.max_parallel,
             **({"subagents": sorted(self.subagents)} if getattr(self, "subagents", None) else {}),
+            "max_cost": getattr(self, "max_cost", None),
+            "max_tokens": getattr(self, "max_tokens", None),
+            "max_time": getattr(self, "max_time", None),
         }
 
     # ------------------------------------------------------------ running
@@ -249,6 +262,9 @@ class DeepAgent(dspy.Module):
         summary = summarize_namespace(namespace, exclude=tool_names | {"SUBMIT"})
 
         observe_steps(self.rlm)  # each step opens on the run active in the calling thread
+        if run.parent is None:  # the tree's spend caps: one budget on the root run (core.spend)
+            run.spend = SpendBudget(getattr(self, "max_cost", None), getattr(self, "max_tokens", None),
+                                    getattr(self, "max_time", None), run=run)
         run.start()
         token = activate(session)
         try:
@@ -256,12 +272,15 @@ class DeepAgent(dspy.Module):
             # DSPy keeps at most HISTORY_SIZE entries per LM and module; the sink trims the global history.
             with dspy.context(lm=lm, caller_modules=[UsageSink(run)], disable_history=False,
                               max_history_size=HISTORY_SIZE):
-                prediction = self.rlm(
-                    task=task,
-                    context=context or "",
-                    notebook_variables=summary,
-                    interpreter_factory=self._factory(session, namespace, shell, root),
-                )
+                try:
+                    prediction = self.rlm(
+                        task=task,
+                        context=context or "",
+                        notebook_variables=summary,
+                        interpreter_factory=self._factory(session, namespace, shell, root),
+                    )
+                except (CapReached, StopRequested) as exc:  # a cap reached, the user's stop (core.ending)
+                    return end_early(self.rlm, session, exc, OUTPUT_FIELD)
         except Exception as exc:
             run.exception = exc
             run.finish("failed", error=f"{type(exc).__name__}: {exc}")

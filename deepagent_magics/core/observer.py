@@ -25,12 +25,14 @@ history), so usage, cost and time stay and ``dspy.inspect_history()`` still work
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import deque
 from typing import Any
 
 import dspy
 
+from . import ending, spend, steering
 from . import session as _session
 from .compaction import compact  # a long history is shown compacted (compaction.py)
 from .run import Run
@@ -47,10 +49,28 @@ class StepPredict(dspy.Predict):
     """
 
     def forward(self, **kwargs: Any) -> Any:
-        return _report(super().forward(**compact(_session.active(), kwargs)))
+        session = _session.active()
+        ending.remember(session, kwargs)  # what a final answer is made from if this step may not start
+        with _admit(session):  # a spend cap reached, or the user's stop: this step's LM call never starts
+            return _report(super().forward(**_inputs(session, kwargs)))
 
     async def aforward(self, **kwargs: Any) -> Any:
-        return _report(await super().aforward(**compact(_session.active(), kwargs)))
+        session = _session.active()
+        ending.remember(session, kwargs)
+        with _admit(session):
+            return _report(await super().aforward(**_inputs(session, kwargs)))
+
+
+def _admit(session: Any) -> Any:
+    """The step's admission: the user's stop first (`steering`), then the tree's spend caps (`spend`)."""
+    steering.check_stop(session)
+    budget = spend.budget_of_session(session)
+    return budget.calls_allowed() if budget is not None and budget.capped else contextlib.nullcontext()
+
+
+def _inputs(session: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """What the LM is shown: the history compacted when long, the user's notes after it."""
+    return steering.before_step(session, compact(session, kwargs))
 
 
 def _report(prediction: Any) -> Any:
@@ -92,12 +112,14 @@ class _Sink:
 
     def append(self, entry: dict[str, Any]) -> None:
         usage = entry.get("usage") or {}
-        self.run.record_usage(
-            str(entry.get("model") or "lm"),
-            int(usage.get("prompt_tokens") or usage.get("input_tokens") or 0),
-            int(usage.get("completion_tokens") or usage.get("output_tokens") or 0),
-            entry.get("cost"),
-        )
+        model = str(entry.get("model") or "lm")
+        input_tokens = int(usage.get("prompt_tokens") or usage.get("input_tokens") or 0)
+        output_tokens = int(usage.get("completion_tokens") or usage.get("output_tokens") or 0)
+        cost = spend.reported_cost(entry.get("cost"))  # None unless a number of USD >= 0 (not NaN, not "lots")
+        self.run.record_usage(model, input_tokens, output_tokens, cost)
+        budget = spend.budget_of(self.run)
+        if budget is not None:  # the tree's spend caps count every call of every run in it
+            budget.add(input_tokens + output_tokens, cost, model)
         if isinstance(entry, dict):
             with self._lock:
                 self._recent.append(entry)

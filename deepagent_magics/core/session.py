@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .calling import accept_positional, copy_metadata
 from .run import Run
+from .spend import guard_tool
 from .workspace import Workspace
 
 if TYPE_CHECKING:
@@ -43,7 +44,8 @@ class Session:
         def call(*args: Any, **kwargs: Any) -> Any:
             token = _current.set(session)
             try:
-                return inner(*args, **kwargs)
+                with guard_tool(session, name, args, kwargs):  # llm_query: the tree's spend caps first
+                    return inner(*args, **kwargs)
             finally:
                 _current.reset(token)
 

@@ -39,6 +39,7 @@ from ..core.run import (
     Run,
 )
 from ..core.workspace import Workspace
+from .controls import SteeringControls
 from .markup import (
     STYLE,
     esc,
@@ -165,8 +166,9 @@ def compaction_html(data: dict[str, Any]) -> str:
 class Dashboard:
     """The widgets for one root run, fed by its events (``on_event``)."""
 
-    def __init__(self, run: Run):
+    def __init__(self, run: Run, steerable: bool = False):
         self.run = run
+        self.controls = SteeringControls(run) if steerable else None  # stop, a note, edit todos (controls.py)
         self.status = W.HTML(status_line(run))
         self.todos = W.HTML(todos_html(run.todos))
         self.tree = W.HTML(tree_html([], set()))
@@ -185,9 +187,13 @@ class Dashboard:
         self._scanned_at = float("-inf")
         self._open_step: StepView | None = None
         self._tree_files: list[str] = []
-        panels = W.HBox([_box("Todos", self.todos), _box("Workspace", self.tree, self.preview_choice, self.preview)],
+        todo_box = [self.todos] + ([self.controls.todo_editor] if self.controls is not None else [])
+        panels = W.HBox([_box("Todos", *todo_box), _box("Workspace", self.tree, self.preview_choice, self.preview)],
                         layout=W.Layout(width="100%"))
-        self.widget = W.VBox([self.status, panels, _box("Trajectory", self.root.widget, flex="1 1 auto", style=STYLE),
+        controls = self.controls
+        self.widget = W.VBox([self.status, panels, _box("Trajectory", self.root.widget,
+                                                        *([controls.step_controls] if controls else []),
+                                                        flex="1 1 auto", style=STYLE),
                               self.result_box], layout=W.Layout(width="100%"))
         self.widget.add_class(DASHBOARD_CLASS)
 
@@ -215,6 +221,8 @@ class Dashboard:
         elif kind == TODOS:
             if run is self.run:
                 self.todos.value = todos_html(data["todos"])
+                if self.controls is not None:
+                    self.controls.show_todos(data["todos"])
             elif view is not None and view.nested:
                 view.todos.value = todos_html(data["todos"])
         elif kind == FILE_WRITTEN:
@@ -226,6 +234,8 @@ class Dashboard:
         elif kind == COMPACTION and view is not None:
             view.add_marker(W.HTML(compaction_html(data)))
         elif kind == RUN_FINISHED and run is self.run:
+            if self.controls is not None:
+                self.controls.close()
             self.refresh_tree()
             self.show_result()
         if view is not None and view is not self.root and kind in (STEP_STARTED, STEP_FINISHED, LM_USAGE, STATUS,
@@ -304,7 +314,10 @@ class Dashboard:
             data = {"text/markdown": str(run.result), "text/plain": str(run.result)}
         else:
             text = {"interrupted": "Interrupted: the trajectory so far is kept.",
-                    "failed": f"The agent failed: {run.error}"}.get(run.status, run.status)
+                    "failed": f"The agent failed: {run.error}",
+                    "stopped": f"Stopped: {run.error or 'by the user'}; everything so far is kept.",
+                    "budget_exhausted": f"Spend cap reached: {run.error}; everything so far is kept.",
+                    }.get(run.status, run.status)
             data = {"text/html": f'<div class="dag-error">{esc(text)}</div>', "text/plain": text}
         self.result.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
         self.result_box.layout.display = None

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.run import Run
+from ..core.spend import budget_of
 
 PREVIEW_CHARS = 2000
 PREVIEW_LINES = 25
@@ -103,6 +104,9 @@ def status_line(run: Run) -> str:
              f"iteration {len(run.steps)}/{run.max_iters or '?'}",
              f"{usage.lm_calls} LM calls", f"{usage.tokens:,} tokens", f"${usage.cost:.4f}",
              f"{run.elapsed:.1f} s"]
+    budget = budget_of(run)
+    if budget is not None and budget.capped:  # spend against each cap of the tree (core.spend)
+        parts.append(f'<span class="dag-spend">caps: {esc(budget.describe())}</span>')
     if run.error and run.status != "finished":
         parts.append(f'<span class="dag-error">{esc(head_line(run.error, 160))}</span>')
     return f'<div class="dag-status">{" · ".join(parts)}</div>'

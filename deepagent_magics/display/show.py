@@ -53,7 +53,7 @@ def show_run(run: Run, shell: Any = None, quiet: bool = False, mode: str = "auto
 
     from .dashboard import Dashboard
 
-    dashboard = Dashboard(run)
+    dashboard = Dashboard(run, steerable=True)
     dashboard.shows_result = True
     unsubscribe = run.subscribe(Routed(dashboard.on_event))
     handle = display(WidgetWithSummary(dashboard.widget, run), display_id=True)

@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from ..core.compaction import COMPACTION
+from ..core.spend import budget_of
 from ..core.run import RUN_FINISHED, STEP_FINISHED, SUBAGENT_STARTED, Event, Run
 from .markup import step_mark
 from .routing import Routed
@@ -67,6 +68,9 @@ def summary(run: Run) -> str:
     if run.files_written:
         shown = ", ".join(run.files_written[:5]) + (", ..." if len(run.files_written) > 5 else "")
         parts.append(f"wrote {shown}")
+    budget = budget_of(run) if run.parent is None else None
+    if budget is not None and budget.capped:
+        parts.append(f"caps: {budget.describe()}")
     head = f"{run.status}" + (f" ({run.error})" if run.error and run.status != "finished" else "")
     return f"{head}: " + ", ".join(parts)
 

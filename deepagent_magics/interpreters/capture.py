@@ -119,6 +119,9 @@ def capture_displays(shell, into: io.StringIO) -> Iterator[None]:
         def clear_output(self, wait=False):
             pass
 
+        def set_parent(self, parent):  # a kernel subshell handling a widget click mid-step sets every shell's parent
+            pass
+
     saved = {key: s.display_pub for key, s in shells.items()}
     for s in shells.values():
         s.display_pub = TextPublisher()

@@ -26,7 +26,7 @@ from ..core.run import Run
 from ..core.session import NamespaceBusy
 from ..display import show_run
 from ..tuning import programs
-from . import agents, followup, gateway_settings
+from . import agents, followup, gateway_settings, spend_caps
 from .arguments import (
     check_out,
     check_mcp_servers,
@@ -82,6 +82,12 @@ class DeepAgentMagics(Magics):
     skills_dir = Unicode(None, allow_none=True, help="User-wide skills folder (default: DEEPAGENT_SKILLS_DIR, else ~/.deepagent/skills).").tag(config=True)
     SETTINGS += ("tools", "skills_dir")
 
+    # Spend caps (core/spend.py): the whole tree of a run, root and sub-agents together; None: no cap.
+    max_cost = Float(None, allow_none=True, help="Most USD one run (its whole tree) may spend on LM calls.").tag(config=True)
+    max_tokens = Int(None, allow_none=True, help="Most LM tokens one run (its whole tree) may spend.").tag(config=True)
+    max_time = Float(None, allow_none=True, help="Most wall-clock seconds one run may take (waiting for approval not counted).").tag(config=True)
+    SETTINGS += spend_caps.CAPS
+
     def __init__(self, shell=None, **kwargs: Any):
         super().__init__(shell=shell, **kwargs)
         self.runs: list[Run] = []
@@ -116,6 +122,9 @@ class DeepAgentMagics(Magics):
     @argument("--compact-at", dest="compact_at", type=followup.compact_at, help="tokens, or a fraction of the context window; off: never")
     @argument("--run-id", dest="run_id", help="id for this run (the run API chooses it before the run starts)")
     @argument("--tools", help="notebook functions to offer as tools: f,g ('off': none)")
+    @argument("--max-cost", dest="max_cost", metavar="USD", help="most USD the run's whole tree may spend")
+    @argument("--max-tokens", dest="max_tokens", metavar="N", help="most LM tokens the run's whole tree may spend")
+    @argument("--max-time", dest="max_time", metavar="SECONDS", help="most seconds the run may take")
     @cell_magic
     def deepagent(self, line: str, cell: str) -> None:
         """Hand the cell's text to a deep agent whose REPL is this notebook."""
@@ -149,12 +158,16 @@ class DeepAgentMagics(Magics):
         if run.status == "failed":  # one line, scrubbed: a provider's multi-line "To fix" text stays in run.error
             raise UsageError(f"the agent failed: {one_line(run.error) or 'no reason given'} "
                              f"(run {run.id} kept in _deepagent_run; %deepagent_trace shows it)")
+        if run.status in ("stopped", "budget_exhausted") or run.config.get("spend", {}).get("reached"):
+            reason = run.error or run.config.get("spend", {}).get("reached") or "stopped"
+            print(f"deepagent: {run.status}: {one_line(reason)} (everything so far is kept; run {run.id} "
+                  "in _deepagent_run)")
         if args.out:
             namespace[args.out] = run.result
         if run.reverted:
             names = ", ".join(sorted(run.reverted))
             print(f"deepagent: restored your variables {names}; the agent's values are in _deepagent_run.reverted")
-        if not getattr(view, "shows_result", False):  # the dashboard shows it in its Result panel
+        if run.result is not None and not getattr(view, "shows_result", False):  # the dashboard shows it
             display(Markdown(str(run.result)))
 
     def build_agent(self, args: Any) -> DeepAgent:
@@ -169,6 +182,7 @@ class DeepAgentMagics(Magics):
         if settings["cells"] < 0:
             raise UsageError(f"--cells must be 0 or more, not {settings['cells']}")
         check_subagent_settings(settings)
+        settings.update(spend_caps.checked(settings))
         settings["workspace"] = check_workspace(settings["workspace"])
         namespace = self.shell.user_ns
         tools = agents.notebook_tools(settings["tools"], namespace)
@@ -194,6 +208,7 @@ class DeepAgentMagics(Magics):
                 tools=as_type.get("tools", tools),
                 instructions=as_type.get("instructions"),  # --profile NAME of one of the user's types
                 subagents=agents.type_list(self, namespace),
+                **{name: settings[name] for name in spend_caps.CAPS},
             )
             agent = programs.apply(agent)  # the profile's tuned program, if one is active
             agent.compact_at = settings["compact_at"]
@@ -228,6 +243,9 @@ class DeepAgentMagics(Magics):
     @argument("--mcp", dest="mcp_servers", action="append", help="MCP server (command line or URL); repeat for more; 'off' for none")
     @argument("--tools", help="notebook functions every agent gets as tools: f,g ('off': none)")
     @argument("--skills-dir", dest="skills_dir", help="user-wide skills folder ('off': the default)")
+    @argument("--max-cost", dest="max_cost", metavar="USD", help="spend cap in USD for each run's tree ('off': none)")
+    @argument("--max-tokens", dest="max_tokens", metavar="N", help="token cap for each run's tree ('off': none)")
+    @argument("--max-time", dest="max_time", metavar="SECONDS", help="time cap in seconds for each run ('off': none)")
     @argument("--reset", action="store_true", help="restore every default")
     @line_magic
     def deepagent_config(self, line: str) -> None:
@@ -243,6 +261,7 @@ class DeepAgentMagics(Magics):
             check_positive(f"--{name.replace('_', '-')}", updates.get(name))
         check_seconds("--timeout", updates.get("timeout"))
         check_subagent_settings(updates)
+        updates.update(spend_caps.checked(updates, unset_with_off=True))
         gateway_settings.check_gateway(updates, self.gateway_url, self.gateway_token)
         if "workspace" in updates:
             updates["workspace"] = check_workspace(updates["workspace"])

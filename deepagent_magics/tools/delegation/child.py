@@ -141,4 +141,6 @@ class Child:
             return Outcome(True, "" if run.result is None else str(run.result))
         if run.status == "interrupted":
             return Outcome(False, "Error: the sub-agent was interrupted.")
+        if run.status in ("budget_exhausted", "stopped"):  # the tree's spend cap, the user's stop (core.ending)
+            return Outcome(False, f"Error: the sub-agent ended {run.status}: {run.error}; its files in the workspace are kept.")
         return Outcome(False, f"Error: the sub-agent failed: {run.error}")
