@@ -94,14 +94,18 @@ class TimeLimit:
 
     def __enter__(self) -> "TimeLimit":
         self.deadline = _monotonic() + self.seconds
-        block = _Block(self, sys._getframe(1))
-        timer_patches.acquire()
-        stack = _stack()
-        stack.append(block)
-        self._block = block
-        if block.on_main and sum(b.on_main for b in stack) == 1:
-            block.previous_handler = _real_signal(signal.SIGALRM, _on_alarm)
-        _watchdog.add(block)
+        block = self._block = _Block(self, sys._getframe(1))
+        try:  # an exception landing half-way (a KeyboardInterrupt) must not leave the block behind
+            stack = _stack()
+            stack.append(block)
+            timer_patches.acquire()
+            block.patched = True
+            if block.on_main and sum(b.on_main for b in stack) == 1:
+                block.previous_handler = _real_signal(signal.SIGALRM, _on_alarm)
+            _watchdog.add(block)
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def __exit__(self, *exc: Any) -> bool:
@@ -113,7 +117,10 @@ class TimeLimit:
 
         An exception delivered while we stop is caught and the stop retried; the caller
         calls `close` again from its own handler for one that lands before this frame runs.
+        Any other exception that lands meanwhile (a KeyboardInterrupt) is raised once the block
+        is gone: a block left half-closed would raise in whatever code the thread runs next.
         """
+        deferred: BaseException | None = None
         while self._block is not None:
             try:
                 block = self._block
@@ -126,12 +133,21 @@ class TimeLimit:
                 stack = _stack()
                 if block in stack:
                     stack.remove(block)
-                    if block.previous_handler is not None:
-                        _real_signal(signal.SIGALRM, block.previous_handler)
-                    timer_patches.release()
+                if block.previous_handler is not None and threading.current_thread() is threading.main_thread():
+                    _real_signal(signal.SIGALRM, block.previous_handler)
+                    block.previous_handler = None
+                if block.patched:
+                    timer_patches.release()  # then the flag: an interrupt at release's start retries it
+                    block.patched = False
                 self._block = None
             except ExecutionTimeout:
                 continue
+            except BaseException as exc:  # noqa: B036 - raised below, once the block is gone
+                if deferred is not None:  # a step that keeps failing: give the block up rather than loop
+                    self._block = None
+                deferred = deferred or exc
+        if deferred is not None:
+            raise deferred
 
 
 class _Block:
@@ -149,6 +165,7 @@ class _Block:
         self.armed = False
         self.previous_trace: Any = None
         self.previous_handler: Any = None
+        self.patched = False  # holds the timer patches (`timer_patches`)
         self.lock = threading.Lock()
 
     def due(self) -> bool:

@@ -209,3 +209,35 @@ def test_a_block_that_ends_just_at_its_limit_gets_nothing_late(tmp_path):
         except ExecutionTimeout:
             late += 1
     assert late == 0
+
+
+class _InterruptOnce:
+    """Raises KeyboardInterrupt the first time it is called (a stop button landing there), then calls through."""
+
+    def __init__(self, call):
+        self.call, self.fired = call, False
+
+    def __call__(self, *args):
+        if not self.fired:
+            self.fired = True
+            raise KeyboardInterrupt
+        return self.call(*args)
+
+
+@pytest.mark.parametrize("where", ["acquire", "release"])
+def test_an_interrupt_landing_while_a_block_starts_or_ends_leaves_nothing_behind(monkeypatch, where):
+    """A KeyboardInterrupt half-way through entering or closing a block is raised, and the block is gone:
+    a block left active would raise ExecutionTimeout in whatever the thread runs next, once its time is up."""
+    from deepagent_magics.interpreters import time_limit
+    from deepagent_magics.interpreters.time_limit import TimeLimit
+
+    before = (signal.getsignal(signal.SIGALRM), time.sleep)
+    patches = time_limit.timer_patches
+    monkeypatch.setattr(patches, where, _InterruptOnce(getattr(patches, where)))
+    with pytest.raises(KeyboardInterrupt):
+        with TimeLimit(0.2, lambda: 0, lambda: 0.0):
+            pass
+    assert getattr(patches, where).fired
+    assert not [block for block in getattr(time_limit._local, "stack", ()) if block.active]
+    assert (signal.getsignal(signal.SIGALRM), time.sleep) == before
+    time.sleep(0.5)  # past the block's limit: nothing may be delivered here
