@@ -1,0 +1,83 @@
+"""The quality benchmark: the deep agent beside DSPy baselines on a public suite, with its own scoring.
+
+    report = run_suite("dabench", lm="openai/gpt-4o-mini", limit=20, baselines=["cot", "react"], out="bench-results")
+    report.summary()["deep agent"]["accuracy"]
+
+Each task runs in a fresh namespace and a temporary workspace holding the task's files; the
+deep agent also starts with the variables a user would have made from them (`suites`). The
+systems are the evaluation's own (`systems`), run by `evaluate`; the table is a `BenchReport`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+import dspy
+
+from ..core.lm import lm_label, resolve_lm
+from .bench_report import BenchReport
+from .evaluate import evaluate
+from .examples import Metric
+from .systems import BASELINES, DEEP_AGENT, systems_for
+from .suites import Suite, SuiteUnavailable, Task, UnknownSuite, get_suite
+
+if TYPE_CHECKING:
+    from ..core.agent import DeepAgent
+
+
+class BenchError(ValueError):
+    """A bad argument to the benchmark (a limit, a thread count, a baseline); the message is one line."""
+
+
+def check_arguments(suite: str, limit: Any = None, baselines: Iterable[str] = (), threads: Any = 4) -> tuple[Suite, list[str]]:
+    """The suite and the baselines, or one line saying what is wrong (`UnknownSuite`, `BenchError`)."""
+    found = get_suite(suite)
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise BenchError(f"--limit must be a whole number of tasks, 1 or more, got {limit!r}")
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise BenchError(f"--threads must be a whole number, 1 or more, got {threads!r}")
+    names = [name.strip() for name in ([baselines] if isinstance(baselines, str) else baselines)
+             for name in str(name).split(",") if name.strip()]
+    unknown = [name for name in names if name not in BASELINES]
+    if unknown:
+        raise BenchError(f"unknown baseline {', '.join(unknown)}; choose from: {', '.join(BASELINES)}")
+    return found, list(dict.fromkeys(names))
+
+
+def examples_for(tasks: list[Task]) -> list[dspy.Example]:
+    return [dspy.Example(task=task.prompt, prepare=task.prepare, inline=task.inline, bench_task=task).with_inputs("task")
+            for task in tasks]
+
+
+def run_suite(suite: str, lm: Any = None, *, limit: int | None = None, baselines: Iterable[str] = (),
+              threads: int = 4, out: str | Path | None = None, cache_dir: str | Path | None = None,
+              split: str | None = None, agent: "DeepAgent | None" = None, progress: Any = None) -> BenchReport:
+    """Run ``suite`` (dabstep, dabench, oolong) with the deep agent and ``baselines``; the table, written to ``out``."""
+    found, names = check_arguments(suite, limit, baselines, threads)
+    tasks = found.load(cache_dir, split, limit)
+    if agent is None:
+        from ..core.agent import DeepAgent
+
+        agent = DeepAgent(lm=lm, max_depth=0)  # no sub-agent kernels unless the caller's agent has them
+    model = resolve_lm(lm if lm is not None else agent.lm)
+    if agent.lm is None:
+        agent.lm = model
+    metric = Metric(lambda example, pred: found.score(example.bench_task, pred.result), found.name)
+    table = evaluate(systems_for(agent, names, lm=model), examples_for(tasks), metric, threads, progress)
+    rows = []
+    for row in table.rows:
+        task = tasks[row["example"]]
+        rows.append({"system": row["system"], "task_id": task.id, "score": row["score"],
+                     "scored": task.gold is not None, "answer": row["result"], "tokens": row["tokens"],
+                     "cost": row.get("cost", 0.0), "seconds": row.get("seconds", 0.0), "steps": row["steps"],
+                     "error": row["error"], **{key: value for key, value in task.meta.items() if key != "concepts"}})
+    report = BenchReport(found.name, found.title, split or found.default_split, lm_label(model), found.metric,
+                         table.systems, rows)
+    if out is not None:
+        report.write(out)
+    return report
+
+
+__all__ = ["BenchError", "BenchReport", "SuiteUnavailable", "UnknownSuite", "DEEP_AGENT", "check_arguments",
+           "run_suite"]
