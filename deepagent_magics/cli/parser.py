@@ -98,4 +98,8 @@ def build_parser() -> Parser:
     export.add_argument("run", help="run id (or a unique start or end of one)")
     export.add_argument("out", metavar="OUT.ipynb", help="the notebook to write")
     export.add_argument("--workspace", default=".", help="read the records of this workspace (default: .)")
+
+    from .bench import add_parser as add_bench  # the quality benchmark (cli/bench.py)
+
+    add_bench(commands)
     return parser

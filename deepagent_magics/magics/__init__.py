@@ -2,7 +2,7 @@
 
 - `run`: ``%%deepagent`` and ``%deepagent_config`` (`DeepAgentMagics`, whose traitlets are the defaults)
 - `inspect`: ``%deepagent_runs``, ``%deepagent_trace``, ``%deepagent_export``
-- `prompts`: ``%deepagent_prompt``; `tuning`: ``%deepagent_eval``, ``%deepagent_optimize``
+- `prompts`: ``%deepagent_prompt``; `tuning`: ``%deepagent_eval``, ``%deepagent_optimize``; `bench`: ``%deepagent_bench``
 - `memory`: ``%deepagent_memory``; `checkpoint`: ``%deepagent_checkpoint``, ``%deepagent_resume``
 - `followup`: which conversation a cell continues, the user's recent cells
 - `arguments`: interpolation and the checks that make a bad flag one line
@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from .arguments import AgentFailed, interpolate
+from .bench import BenchMagics
 from .checkpoint import CheckpointMagics
 from .inspect import InspectMagics
 from .memory import MemoryMagics
@@ -20,7 +21,7 @@ from .prompts import PromptMagics
 from .run import DeepAgentMagics
 from .tuning import TuningMagics
 
-MAGICS = (DeepAgentMagics, InspectMagics, PromptMagics, TuningMagics, MemoryMagics, CheckpointMagics)
+MAGICS = (DeepAgentMagics, InspectMagics, PromptMagics, TuningMagics, MemoryMagics, CheckpointMagics, BenchMagics)
 
 
 def register(ipython: Any) -> None:

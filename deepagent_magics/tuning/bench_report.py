@@ -65,7 +65,7 @@ class BenchReport:
             accuracy = (f"{each['accuracy']:.1%} ({each['scored']} scored)" if each["accuracy"] is not None
                         else "n/a (answers withheld)")
             lines.append(f"| {system} | {accuracy} | {each['tokens_per_task']:,.0f} | ${each['cost']:.4f} | "
-                         f"${each['cost_per_task']:.4f} | {each["seconds_per_task"]:.2f} | "
+                         f"${each['cost_per_task']:.4f} | {each['seconds_per_task']:.2f} | "
                          f"{each['failures']}/{each['tasks']} |")
         if self.failures:
             lines += ["", "Failures:", ""]
