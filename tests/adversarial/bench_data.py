@@ -81,19 +81,27 @@ def dabench(cache: Path) -> dict[str, str]:
     return {"0": "@mean_fare[20.00]", "9": "@mean_close_price[7.00] @max_close_price[9]"}
 
 
+def label_of(number: int) -> str:
+    """The label of instance ``question <number>`` in the synthetic OOLONG context."""
+    return ("entity", "entity", "entity", "human being", "location")[number % 5]
+
+
 def oolong(cache: Path, lines: int = 4000) -> dict[str, str]:
-    """oolong-synth/validation.jsonl with the dataset's columns; a context far longer than a prompt."""
-    labels = ["entity", "human being", "location"]
-    text_lines = ["Labels are 'entity', 'human being' and 'location'."]
-    counts = {label: 0 for label in labels}
+    """oolong-synth/validation.jsonl with the dataset's columns; a context far longer than a prompt, whose
+    instances carry no labels (``context_window_text_with_labels`` has them), as in the dataset."""
+    head = "The following lines contain questions; each is one of 'entity', 'human being' or 'location'."
+    plain, labelled = [head], [head]
+    counts: dict[str, int] = {}
     for number in range(lines):
-        label = labels[0] if number % 5 in (0, 1, 2) else labels[1] if number % 5 == 3 else labels[2]
-        counts[label] += 1
-        text_lines.append(f"Date: Jan 0{1 + number % 9}, 2023 || User: {number % 97} || Instance: question {number} "
-                          f"[{label}]")
-    text = "\n".join(text_lines)
+        label = label_of(number)
+        counts[label] = counts.get(label, 0) + 1
+        line = f"Date: Jan 0{1 + number % 9}, 2023 || User: {number % 97} || Instance: question {number}"
+        plain.append(line)
+        labelled.append(f"{line} || Label: {label}")
+    text = "\n".join(plain)
     common = {"context_len": len(text) // 4, "dataset": "trec_coarse", "context_window_id": 7, "num_labels": 3,
-              "context_window_text": text, "context_window_text_with_labels": text, "input_subset": "False"}
+              "context_window_text": text, "context_window_text_with_labels": "\n".join(labelled),
+              "input_subset": "False"}
     rows = [
         dict(common, id=1, question="Which label is most common? Give your final answer in the form 'Label: answer'.",
              answer="['entity']", answer_type="ANSWER_TYPE.LABEL", task_group="counting",

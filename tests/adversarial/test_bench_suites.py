@@ -141,9 +141,13 @@ def test_dabench_right_wrong_and_react_reading_the_workspace_file(tmp_path):
 def oolong_policy(right: bool, prompts: list):
     def policy(request):
         prompts.append(request.system + request.user + "".join(text for _, text in request.messages))
-        count = ("from collections import Counter\n"
+        # The RLM way: split the context, have the sub-LM label each chunk (llm_query_batched), count in code.
+        count = ("import json\nfrom collections import Counter\n"
                  "assert 'context.txt' in glob('*')\n"
-                 "labels = Counter(line.rsplit('[', 1)[1].rstrip(']') for line in context.splitlines()[1:])\n")
+                 "lines = context.splitlines()[1:]\n"
+                 "chunks = ['\\n'.join(lines[i:i + 500]) for i in range(0, len(lines), 500)]\n"
+                 "replies = llm_query_batched(['Label each instance, as a JSON list:\\n' + c for c in chunks])\n"
+                 "labels = Counter(label for reply in replies for label in json.loads(reply))\n")
         if "most common" in request.task:
             return ("Count.", count + ("SUBMIT(result='Label: ' + labels.most_common(1)[0][0])" if right
                                        else "SUBMIT(result='Label: location')"))
@@ -153,27 +157,35 @@ def oolong_policy(right: bool, prompts: list):
     return policy
 
 
+def sub_lm(prompt):
+    """The sub-LM behind llm_query: labels the instances it is shown."""
+    return json.dumps([bench_data.label_of(int(n)) for n in re.findall(r"Instance: question (\d+)", prompt)])
+
+
 def test_oolong_context_is_a_variable_far_larger_than_the_prompt(tmp_path):
     answers = bench_data.oolong(tmp_path / "cache")
     prompts: list[str] = []
     inline: list[str] = []
 
-    def cot(prompt):
+    def replies(prompt):
+        if "Label each instance" in prompt:
+            return sub_lm(prompt)
         inline.append(prompt)
         return {"reasoning": "Skim.", "result": "Label: human being" if "most common" in prompt else "Answer: none"}
 
-    right = run_suite("oolong", ScriptedLM(oolong_policy(True, prompts), replies=cot), baselines="cot",
+    right = run_suite("oolong", ScriptedLM(oolong_policy(True, prompts), replies=replies), baselines="cot",
                       cache_dir=tmp_path / "cache", out=tmp_path / "out")
     deep = {row["task_id"]: row for row in right.rows if row["system"] == "deep agent"}
     assert deep["1"]["answer"] == answers["1"] and deep["2"]["answer"] == answers["2"]
     assert right.summary()["deep agent"]["accuracy"] == 1.0
     context = json.loads((tmp_path / "cache/oolong/oolong-synth/validation.jsonl").read_text().splitlines()[0])[
         "context_window_text"]
-    assert prompts and all(len(prompt) < len(context) / 3 and "question 3999 " not in prompt for prompt in prompts)
-    assert inline and all("question 3999 " in prompt for prompt in inline)  # the tool-less baseline reads it inline
+    assert prompts and all(len(prompt) < len(context) / 3 and "question 3999" not in prompt for prompt in prompts)
+    assert inline and all("question 3999" in prompt for prompt in inline)  # the tool-less baseline reads it inline
     assert right.summary()["cot"]["accuracy"] == 0.0
 
-    wrong = run_suite("oolong", ScriptedLM(oolong_policy(False, [])), cache_dir=tmp_path / "cache")
+    assert right.summary()["deep agent"]["tokens_per_task"] > 0
+    wrong = run_suite("oolong", ScriptedLM(oolong_policy(False, []), replies=sub_lm), cache_dir=tmp_path / "cache")
     scores = {row["task_id"]: row["score"] for row in wrong.rows}
     assert scores == {"1": 0.0, "2": pytest.approx(0.75 ** 2)}  # partial credit on a count, as OOLONG gives
     assert wrong.summary()["deep agent"]["accuracy"] == pytest.approx(0.75 ** 2 / 2)
