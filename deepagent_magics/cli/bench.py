@@ -11,29 +11,16 @@ import argparse
 import sys
 
 from ..core.lm import NoLMError, resolve_lm
-from ..tuning.bench import BenchError, SuiteUnavailable, UnknownSuite, check_arguments, run_suite
+from ..tuning.bench import (
+    BenchError,
+    SuiteUnavailable,
+    UnknownSuite,
+    check_arguments,
+    run_suite,
+)
 from ..tuning.progress import TextProgress
-from ..tuning.suites import SUITES
-from ..tuning.systems import BASELINES
 from .models import ModelError, default_model, model_from_spec
-from .parser import UsageProblem, positive
-
-
-def add_parser(commands: argparse._SubParsersAction) -> None:
-    bench = commands.add_parser("bench", help="measure the agent on a public benchmark (docs/quality.md)",
-                                description="Run the deep agent (and baselines) on a public benchmark suite, "
-                                            "scored by the suite's own rule; the table goes to stdout.")
-    bench.add_argument("suite", help=f"the suite: {', '.join(SUITES)}")
-    bench.add_argument("--lm", help="model id (openai/gpt-4o-mini) or scripted:FILE.json (default: DEEPAGENT_LM)")
-    bench.add_argument("--limit", type=positive(int), help="run only the first N tasks")
-    bench.add_argument("--baselines", default="", help=f"comma-separated, beside the deep agent: {','.join(BASELINES)}")
-    bench.add_argument("--threads", type=positive(int), default=4, help="tasks run at once (default 4)")
-    bench.add_argument("--out", default="bench-results", help="directory for the Markdown, JSON and answers")
-    bench.add_argument("--cache-dir", dest="cache_dir",
-                       help="where suites are kept (default: DEEPAGENT_BENCH_CACHE or ~/.cache/deepagent-magics/bench)")
-    bench.add_argument("--split", help="the suite's split (dabstep: dev or default; oolong: validation or test)")
-    bench.add_argument("--max-iters", dest="max_iters", type=positive(int), default=20, help="most code steps per task")
-    bench.add_argument("--quiet", action="store_true", help="no progress on stderr")
+from .parser import UsageProblem
 
 
 def run_bench(args: argparse.Namespace) -> int:

@@ -12,8 +12,14 @@ from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..core.lm import NoLMError, resolve_lm
-from ..tuning.bench import BenchError, BenchReport, SuiteUnavailable, UnknownSuite, check_arguments, run_suite
+from ..tuning.bench import (
+    BenchError,
+    BenchReport,
+    SuiteUnavailable,
+    UnknownSuite,
+    check_arguments,
+    run_suite,
+)
 from ..tuning.progress import progress_for
 from ..tuning.suites import SUITES
 from ..tuning.systems import BASELINES
@@ -48,11 +54,6 @@ class BenchMagics(AgentMagicsBase):
             raise UsageError(str(exc)) from None
         profile = self._profile(args.profile)
         agent = self._agent(profile, args.lm)  # as %%deepagent runs it: the configured limits, any tuned program
-        try:
-            resolve_lm(agent.lm, self._core().lm, namespace=self.shell.user_ns)
-        except (NoLMError, ValueError, TypeError) as exc:
-            raise UsageError(f"no model for the benchmark: pass --lm openai/gpt-4o-mini or set one with "
-                             f"%deepagent_config --lm ({type(exc).__name__})") from None
         try:
             report = run_suite(args.suite, agent.lm, limit=args.limit, baselines=args.baselines,
                                threads=args.threads, out=args.folder, cache_dir=args.cache_dir, split=args.split,

@@ -19,8 +19,8 @@ from ..core.lm import lm_label, resolve_lm
 from .bench_report import BenchReport
 from .evaluate import evaluate
 from .examples import Metric
-from .systems import BASELINES, DEEP_AGENT, systems_for
 from .suites import Suite, SuiteUnavailable, Task, UnknownSuite, get_suite
+from .systems import BASELINES, DEEP_AGENT, systems_for
 
 if TYPE_CHECKING:
     from ..core.agent import DeepAgent
@@ -79,5 +79,12 @@ def run_suite(suite: str, lm: Any = None, *, limit: int | None = None, baselines
     return report
 
 
-__all__ = ["BenchError", "BenchReport", "SuiteUnavailable", "UnknownSuite", "DEEP_AGENT", "check_arguments",
-           "run_suite"]
+__all__ = [
+    "DEEP_AGENT",
+    "BenchError",
+    "BenchReport",
+    "SuiteUnavailable",
+    "UnknownSuite",
+    "check_arguments",
+    "run_suite",
+]

@@ -20,7 +20,7 @@ from deepagent_magics.tuning.bench import run_suite
 from deepagent_magics.tuning.suites import SuiteUnavailable, get_suite
 
 sys.path.insert(0, str(Path(__file__).parent))
-import bench_data  # noqa: E402
+import bench_data
 
 ROWS = "rows = payments.to_dict('records') if hasattr(payments, 'to_dict') else list(payments)\n"
 
@@ -100,13 +100,13 @@ def dabench_policy(right: bool):
         if "mean fare" in request.task:
             value = "sum(float(r['Fare']) for r in rows) / len(rows)" if right else "0"
             table = "test_ave"
-            return ("Mean.", f"rows = {table}.to_dict('records') if hasattr({table}, 'to_dict') else {table}\n"
-                             f"assert 'test_ave.csv' in glob('*')\nm = {value}\nSUBMIT(result=f'@mean_fare[{{m:.2f}}]')")
+            return ("Mean.", (f"rows = {table}.to_dict('records') if hasattr({table}, 'to_dict') else {table}\n"
+                              f"assert 'test_ave.csv' in glob('*')\nm = {value}\nSUBMIT(result=f'@mean_fare[{{m:.2f}}]')"))
         table = "t_2014_q4"  # the file 2014_q4.csv, as a variable name
         parts = ("f'@mean_close_price[{sum(v)/len(v):.2f}] @max_close_price[{max(v):g}]'" if right
                  else "f'@mean_close_price[{sum(v)/len(v):.2f}] @max_close_price[8]'")
-        return ("Stats.", f"rows = {table}.to_dict('records') if hasattr({table}, 'to_dict') else {table}\n"
-                          f"v = [float(r['Close Price']) for r in rows]\nSUBMIT(result={parts})")
+        return ("Stats.", (f"rows = {table}.to_dict('records') if hasattr({table}, 'to_dict') else {table}\n"
+                           f"v = [float(r['Close Price']) for r in rows]\nSUBMIT(result={parts})"))
 
     return policy
 
@@ -211,8 +211,9 @@ def test_the_report_files_hold_the_table(tmp_path):
 def test_cost_and_time_are_summed_per_system():
     from deepagent_magics.tuning.bench_report import BenchReport
 
-    rows = [dict(system="deep agent", task_id=str(i), score=float(i % 2), scored=True, answer="x", tokens=100 * i,
-                 cost=0.25, seconds=2.0, steps=1, error="RateLimitError: 429" if i == 3 else None) for i in range(4)]
+    rows = [{"system": "deep agent", "task_id": str(i), "score": float(i % 2), "scored": True, "answer": "x",
+             "tokens": 100 * i, "cost": 0.25, "seconds": 2.0, "steps": 1,
+             "error": "RateLimitError: 429" if i == 3 else None} for i in range(4)]
     report = BenchReport("dabench", "InfiAgent-DABench", "dev", "openai/gpt-4o-mini", "accuracy", ["deep agent"], rows)
     each = report.summary()["deep agent"]
     assert each == {"tasks": 4, "scored": 4, "accuracy": 0.5, "tokens_per_task": 150.0, "cost": 1.0,

@@ -95,8 +95,7 @@ class Oolong(Suite):
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_suffix(".partial")
         with open(partial, "w", encoding="utf-8") as handle:
-            for row in rows:
-                handle.write(json.dumps(dict(row), default=str) + "\n")
+            handle.writelines(json.dumps(dict(row), default=str) + "\n" for row in rows)
         partial.replace(target)  # a download cut short never passes for the split
 
     def tasks(self, root: Path, split: str) -> list[Task]:
