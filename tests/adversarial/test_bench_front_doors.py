@@ -54,14 +54,20 @@ def test_the_command_line_runs_a_suite_and_writes_the_table(tmp_path, capsys):
     assert "evaluating" not in err and "bench dabench:" not in err and "wrote" in err  # --quiet: no progress
 
 
-def test_the_command_line_says_when_every_task_failed(tmp_path, capsys):
+def test_the_command_line_says_when_every_task_failed(tmp_path, capsys, monkeypatch):
+    from deepagent_magics.cli import bench as cli_bench
+
+    def no_key(request):
+        raise RuntimeError("AuthenticationError: invalid api key")
+
+    monkeypatch.setattr(cli_bench, "model_from_spec", lambda spec, *args: ScriptedLM(no_key))
     bench_data.dabench(tmp_path / "cache")
-    script = tmp_path / "steps.json"
-    script.write_text(json.dumps(["SUBMIT(result=undefined_name)"]))
-    status = main(["bench", "dabench", "--lm", f"scripted:{script}", "--limit", "1", "--max-iters", "1",
-                   "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"), "--quiet"])
-    out = capsys.readouterr().out
-    assert status in (0, 1) and "| deep agent |" in out  # the table is printed whatever the answers
+    status = main(["bench", "dabench", "--lm", "openai/gpt-4o-mini", "--cache-dir", str(tmp_path / "cache"),
+                   "--out", str(tmp_path / "out"), "--quiet"])
+    out, err = capsys.readouterr()
+    assert status == 1 and "| deep agent | 0.0% (2 scored) |" in out and "| 2/2 |" in out  # the table all the same
+    assert "deepagent bench: every task failed; the first: " in err and "invalid api key" in err
+    assert "Traceback" not in err
 
 
 @pytest.mark.parametrize("argv, expected", [

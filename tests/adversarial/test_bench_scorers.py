@@ -18,7 +18,8 @@ from deepagent_magics.tuning.suites.oolong import parse_answer, synth_score
 DABSTEP_RIGHT = [
     ("1000", "1,000"), ("1,000", "1000"), ("12345.67", "12,345.67"), ("$1,234.50", "1234.5"),
     ("45.5%", "45.5"), ("3.14159", "3.14"),
-    ("3730.80", "3730.75"),  # the scorer rounds both to the shorter answer's decimals (3730.8): its own leniency ("1000050.0", "1000000.0"), ("0.12345", "0.1234"),
+    ("3730.80", "3730.75"),  # the scorer rounds both to the shorter answer's decimals (3730.8): its own leniency
+    ("1000050.0", "1000000.0"), ("0.12345", "0.1234"),
     ("The fee is 12 euros", "12"), ("BE, NL", "NL, BE"), ("[A, B]", "A, B"), ("A; B", "A, B"),
     ("1.0, 2", "1, 2.00"), ("crossfit_hanna", "Crossfit_Hanna"), ("NexPay.", "nexpay"),
     ("GlobalCard", "The card scheme is GlobalCard"), ("  Not Applicable ", "not applicable"),

@@ -238,3 +238,23 @@ def test_damaged_suite_files_are_one_line(tmp_path, damage, expected):
     with pytest.raises(SuiteUnavailable) as caught:
         get_suite("dabench").load(tmp_path)
     assert expected in str(caught.value) and "\n" not in str(caught.value)
+
+
+class PricedLM(ScriptedLM):
+    """A scripted model whose provider prices every call at $0.001 (as LiteLLM reports a response's cost)."""
+
+    def update_history(self, entry):
+        entry["cost"] = 0.001
+        super().update_history(entry)
+
+
+def test_every_system_reports_the_cost_and_time_of_its_own_calls(tmp_path):
+    bench_data.dabench(tmp_path / "cache")
+    report = run_suite("dabench", PricedLM(dabench_policy(True), replies=react_replies), baselines="cot,react",
+                       threads=3, cache_dir=tmp_path / "cache")
+    cost = {(row["system"], row["task_id"]): row["cost"] for row in report.rows}
+    assert cost[("cot", "0")] == pytest.approx(0.001)  # one call
+    assert cost[("react", "0")] == pytest.approx(0.003)  # read_file, finish, extract
+    assert cost[("deep agent", "0")] == pytest.approx(0.001)  # one step that submits
+    assert all(row["seconds"] > 0 for row in report.rows)
+    assert report.summary()["react"]["cost"] == pytest.approx(sum(cost[("react", t)] for t in ("0", "9")))
