@@ -40,7 +40,7 @@ def run_bench(args: argparse.Namespace) -> int:
     try:
         report = run_suite(args.suite, lm, limit=args.limit, baselines=args.baselines, threads=args.threads,
                            out=args.out, cache_dir=args.cache_dir, split=args.split, agent=agent, progress=progress)
-    except SuiteUnavailable as exc:
+    except (SuiteUnavailable, BenchError) as exc:
         raise UsageProblem(str(exc)) from None
     except OSError as exc:
         raise UsageProblem(f"--out {args.out}: {exc.strerror or exc}") from None

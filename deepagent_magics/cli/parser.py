@@ -111,7 +111,7 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
     bench.add_argument("suite", help="the suite: dabstep, dabench or oolong")
     bench.add_argument("--lm", help="model id (openai/gpt-4o-mini) or scripted:FILE.json (default: DEEPAGENT_LM)")
     bench.add_argument("--limit", type=positive(int), help="run only the first N tasks")
-    bench.add_argument("--baselines", default="", help="comma-separated, beside the deep agent: cot,react")
+    bench.add_argument("--baselines", default="", help="comma-separated, beside the deep agent: cot,react,deepagents")
     bench.add_argument("--threads", type=positive(int), default=4, help="tasks run at once (default 4)")
     bench.add_argument("--out", default="bench-results", help="directory for the Markdown, JSON and answers")
     bench.add_argument("--cache-dir", dest="cache_dir",

@@ -13,6 +13,7 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..tuning.bench import (
+    BENCH_BASELINES,
     BenchError,
     BenchReport,
     SuiteUnavailable,
@@ -22,7 +23,6 @@ from ..tuning.bench import (
 )
 from ..tuning.progress import progress_for
 from ..tuning.suites import SUITES
-from ..tuning.systems import BASELINES
 from .arguments import check_out, parse_flags
 from .base import AgentMagicsBase
 
@@ -35,7 +35,7 @@ class BenchMagics(AgentMagicsBase):
     @argument("suite", help="the suite: " + ", ".join(SUITES))
     @argument("--lm", help="LM for the run: a model id or a notebook variable holding an LM")
     @argument("--limit", type=int, help="run only the first N tasks")
-    @argument("--baselines", default="", help="comma-separated, beside the deep agent: " + ",".join(BASELINES))
+    @argument("--baselines", default="", help="comma-separated, beside the deep agent: " + ",".join(BENCH_BASELINES))
     @argument("--threads", type=int, default=4, help="tasks run at once")
     @argument("--save", dest="folder", help="directory to write the Markdown, JSON and answers to")
     @argument("--cache-dir", dest="cache_dir", help="where suites are kept (default: DEEPAGENT_BENCH_CACHE "
@@ -58,7 +58,7 @@ class BenchMagics(AgentMagicsBase):
             report = run_suite(args.suite, agent.lm, limit=args.limit, baselines=args.baselines,
                                threads=args.threads, out=args.folder, cache_dir=args.cache_dir, split=args.split,
                                agent=agent, progress=progress_for(self.shell, "deepagent_bench"))
-        except SuiteUnavailable as exc:
+        except (SuiteUnavailable, BenchError) as exc:
             raise UsageError(str(exc)) from None
         except OSError as exc:
             raise UsageError(f"--save {args.folder}: {exc.strerror or exc}") from None

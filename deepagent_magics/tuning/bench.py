@@ -19,11 +19,21 @@ from ..core.lm import lm_label, resolve_lm
 from .bench_report import BenchReport
 from .evaluate import evaluate
 from .examples import Metric
+from .langchain_baseline import (
+    DEEPAGENTS,
+    BaselineUnavailable,
+    DeepAgentsSystem,
+    available,
+    chat_model_for,
+)
 from .suites import Suite, SuiteUnavailable, Task, UnknownSuite, get_suite
 from .systems import BASELINES, DEEP_AGENT, systems_for
 
 if TYPE_CHECKING:
     from ..core.agent import DeepAgent
+
+
+BENCH_BASELINES = (*BASELINES, DEEPAGENTS)  # deepagents: LangChain's, when installed (langchain_baseline)
 
 
 class BenchError(ValueError):
@@ -39,9 +49,12 @@ def check_arguments(suite: str, limit: Any = None, baselines: Iterable[str] = ()
         raise BenchError(f"--threads must be a whole number, 1 or more, got {threads!r}")
     names = [name.strip() for name in ([baselines] if isinstance(baselines, str) else baselines)
              for name in str(name).split(",") if name.strip()]
-    unknown = [name for name in names if name not in BASELINES]
+    unknown = [name for name in names if name not in BENCH_BASELINES]
     if unknown:
-        raise BenchError(f"unknown baseline {', '.join(unknown)}; choose from: {', '.join(BASELINES)}")
+        raise BenchError(f"unknown baseline {', '.join(unknown)}; choose from: {', '.join(BENCH_BASELINES)}")
+    if DEEPAGENTS in names and available():
+        raise BenchError(f"the deepagents baseline needs LangChain deepagents: pip install 'deepagent-magics[bench]' "
+                         f"({available()})")
     return found, list(dict.fromkeys(names))
 
 
@@ -52,8 +65,12 @@ def examples_for(tasks: list[Task]) -> list[dspy.Example]:
 
 def run_suite(suite: str, lm: Any = None, *, limit: int | None = None, baselines: Iterable[str] = (),
               threads: int = 4, out: str | Path | None = None, cache_dir: str | Path | None = None,
-              split: str | None = None, agent: "DeepAgent | None" = None, progress: Any = None) -> BenchReport:
-    """Run ``suite`` (dabstep, dabench, oolong) with the deep agent and ``baselines``; the table, written to ``out``."""
+              split: str | None = None, agent: "DeepAgent | None" = None, progress: Any = None,
+              langchain_model: Any = None) -> BenchReport:
+    """Run ``suite`` (dabstep, dabench, oolong) with the deep agent and ``baselines``; the table, written to ``out``.
+
+    ``langchain_model``: the chat model of the ``deepagents`` baseline (default: ``lm``'s id through LangChain).
+    """
     found, names = check_arguments(suite, limit, baselines, threads)
     tasks = found.load(cache_dir, split, limit)
     if agent is None:
@@ -64,7 +81,14 @@ def run_suite(suite: str, lm: Any = None, *, limit: int | None = None, baselines
     if agent.lm is None:
         agent.lm = model
     metric = Metric(lambda example, pred: found.score(example.bench_task, pred.result), found.name)
-    table = evaluate(systems_for(agent, names, lm=model), examples_for(tasks), metric, threads, progress)
+    systems = systems_for(agent, [name for name in names if name != DEEPAGENTS], lm=model)
+    if DEEPAGENTS in names:
+        try:
+            systems[DEEPAGENTS] = DeepAgentsSystem(langchain_model or chat_model_for(lm if lm is not None else model))
+        except BaselineUnavailable as exc:
+            raise BenchError(str(exc)) from None
+        systems = {name: systems[name] for name in [*names, DEEP_AGENT]}  # baselines as named, then the agent
+    table = evaluate(systems, examples_for(tasks), metric, threads, progress)
     rows = []
     for row in table.rows:
         task = tasks[row["example"]]
