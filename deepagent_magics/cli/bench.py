@@ -16,6 +16,7 @@ from ..tuning.bench import (
     SuiteUnavailable,
     UnknownSuite,
     check_arguments,
+    parse_where,
     run_suite,
 )
 from ..tuning.progress import TextProgress
@@ -28,6 +29,7 @@ def run_bench(args: argparse.Namespace) -> int:
 
     try:
         check_arguments(args.suite, args.limit, args.baselines, args.threads)
+        where = parse_where(args.where)
         lm = resolve_lm(model_from_spec(args.lm) or default_model())
     except (UnknownSuite, BenchError, ModelError) as exc:
         raise UsageProblem(str(exc)) from None
@@ -39,7 +41,8 @@ def run_bench(args: argparse.Namespace) -> int:
     agent = DeepAgent(lm=lm, max_depth=0, max_iters=args.max_iters)
     try:
         report = run_suite(args.suite, lm, limit=args.limit, baselines=args.baselines, threads=args.threads,
-                           out=args.out, cache_dir=args.cache_dir, split=args.split, agent=agent, progress=progress)
+                           out=args.out, cache_dir=args.cache_dir, split=args.split, agent=agent, progress=progress,
+                           where=where)
     except (SuiteUnavailable, BenchError) as exc:
         raise UsageProblem(str(exc)) from None
     except OSError as exc:

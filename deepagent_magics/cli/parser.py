@@ -117,5 +117,7 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
     bench.add_argument("--cache-dir", dest="cache_dir",
                        help="where suites are kept (default: DEEPAGENT_BENCH_CACHE or ~/.cache/deepagent-magics/bench)")
     bench.add_argument("--split", help="the suite's split (dabstep: dev or default; oolong: validation or test)")
+    bench.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
+                       help="only tasks whose KEY is VALUE (level=hard, dataset=trec_coarse); repeatable")
     bench.add_argument("--max-iters", dest="max_iters", type=positive(int), default=20, help="most code steps per task")
     bench.add_argument("--quiet", action="store_true", help="no progress on stderr")

@@ -19,6 +19,7 @@ from ..tuning.bench import (
     SuiteUnavailable,
     UnknownSuite,
     check_arguments,
+    parse_where,
     run_suite,
 )
 from ..tuning.progress import progress_for
@@ -41,6 +42,7 @@ class BenchMagics(AgentMagicsBase):
     @argument("--cache-dir", dest="cache_dir", help="where suites are kept (default: DEEPAGENT_BENCH_CACHE "
                                                     "or ~/.cache/deepagent-magics/bench)")
     @argument("--split", help="the suite's split (dabstep: dev or default; oolong: validation or test)")
+    @argument("--where", action="append", default=[], help="only tasks whose KEY is VALUE (level=hard); repeatable")
     @argument("--profile", help="the profile to measure")
     @argument("--out", help="notebook variable to store the table in (also returned)")
     @line_magic
@@ -50,6 +52,7 @@ class BenchMagics(AgentMagicsBase):
         check_out(args.out)
         try:
             check_arguments(args.suite, args.limit, args.baselines, args.threads)
+            where = parse_where(args.where)
         except (UnknownSuite, BenchError) as exc:
             raise UsageError(str(exc)) from None
         profile = self._profile(args.profile)
@@ -57,7 +60,7 @@ class BenchMagics(AgentMagicsBase):
         try:
             report = run_suite(args.suite, agent.lm, limit=args.limit, baselines=args.baselines,
                                threads=args.threads, out=args.folder, cache_dir=args.cache_dir, split=args.split,
-                               agent=agent, progress=progress_for(self.shell, "deepagent_bench"))
+                               agent=agent, progress=progress_for(self.shell, "deepagent_bench"), where=where)
         except (SuiteUnavailable, BenchError) as exc:
             raise UsageError(str(exc)) from None
         except OSError as exc:

@@ -58,6 +58,17 @@ def check_arguments(suite: str, limit: Any = None, baselines: Iterable[str] = ()
     return found, list(dict.fromkeys(names))
 
 
+def parse_where(values: Iterable[str]) -> dict[str, str]:
+    """``["level=hard", "dataset=trec_coarse"]`` -> {"level": "hard", "dataset": "trec_coarse"}."""
+    where = {}
+    for value in values:
+        key, sep, wanted = str(value).partition("=")
+        if not sep or not key.strip() or not wanted.strip():
+            raise BenchError(f"--where {value!r}: write KEY=VALUE, e.g. --where level=hard")
+        where[key.strip()] = wanted.strip()
+    return where
+
+
 def examples_for(tasks: list[Task]) -> list[dspy.Example]:
     return [dspy.Example(task=task.prompt, prepare=task.prepare, inline=task.inline, bench_task=task).with_inputs("task")
             for task in tasks]
@@ -66,13 +77,14 @@ def examples_for(tasks: list[Task]) -> list[dspy.Example]:
 def run_suite(suite: str, lm: Any = None, *, limit: int | None = None, baselines: Iterable[str] = (),
               threads: int = 4, out: str | Path | None = None, cache_dir: str | Path | None = None,
               split: str | None = None, agent: "DeepAgent | None" = None, progress: Any = None,
-              langchain_model: Any = None) -> BenchReport:
+              langchain_model: Any = None, where: dict[str, str] | None = None) -> BenchReport:
     """Run ``suite`` (dabstep, dabench, oolong) with the deep agent and ``baselines``; the table, written to ``out``.
 
     ``langchain_model``: the chat model of the ``deepagents`` baseline (default: ``lm``'s id through LangChain).
+    ``where``: only the tasks whose details match, e.g. ``{"level": "hard"}`` or ``{"dataset": "trec_coarse"}``.
     """
     found, names = check_arguments(suite, limit, baselines, threads)
-    tasks = found.load(cache_dir, split, limit)
+    tasks = found.load(cache_dir, split, limit, where)
     if agent is None:
         from ..core.agent import DeepAgent
 
@@ -109,6 +121,6 @@ __all__ = [
     "BenchReport",
     "SuiteUnavailable",
     "UnknownSuite",
-    "check_arguments",
+    "check_arguments", "parse_where",
     "run_suite",
 ]

@@ -80,6 +80,8 @@ def test_the_command_line_says_when_every_task_failed(tmp_path, capsys, monkeypa
     (["bench", "dabench"], "no model"),
     (["bench", "dabench", "--lm", "gpt4"], "is not a model id"),
     (["bench", "dabench", "--lm", "openai/gpt-4o-mini", "--split", "test"], "dabench has no split 'test'"),
+    (["bench", "dabench", "--where", "level"], "--where 'level': write KEY=VALUE"),
+    (["bench", "dabench", "--lm", "openai/gpt-4o-mini", "--where", "level=expert"], "no dabench task in the dev split"),
 ])
 def test_command_line_mistakes_are_one_line(argv, expected, capsys, monkeypatch, tmp_path):
     monkeypatch.delenv("DEEPAGENT_LM", raising=False)
@@ -180,6 +182,8 @@ def _one_line_usage_error(ip, line):
     ("dabench --lm lm --out 1table", "is not a valid variable name"),
     ("dabench --lm lm --out _deepagent_bench", "choose another"),
     ("dabench --lm lm --split test", "dabench has no split 'test'"),
+    ("dabench --lm lm --where =hard", "write KEY=VALUE"),
+    ("dabench --lm lm --where nope=1", "dabench tasks have no 'nope' to select on"),
     ("dabench", "No LM configured"),
 ])
 def test_magic_mistakes_are_one_usage_error_line(ip, tmp_path, line, expected):

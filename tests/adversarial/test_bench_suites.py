@@ -258,3 +258,16 @@ def test_every_system_reports_the_cost_and_time_of_its_own_calls(tmp_path):
     assert cost[("deep agent", "0")] == pytest.approx(0.001)  # one step that submits
     assert all(row["seconds"] > 0 for row in report.rows)
     assert report.summary()["react"]["cost"] == pytest.approx(sum(cost[("react", t)] for t in ("0", "9")))
+
+
+def test_where_selects_tasks_by_their_details(tmp_path):
+    bench_data.dabstep(tmp_path)
+    suite = get_suite("dabstep")
+    assert [task.id for task in suite.load(tmp_path, where={"level": "hard"})] == ["4"]
+    assert [task.id for task in suite.load(tmp_path, where={"level": "easy"}, limit=2)] == ["1", "2"]
+    with pytest.raises(SuiteUnavailable, match="no dabstep task in the dev split has level=medium"):
+        suite.load(tmp_path, where={"level": "medium"})
+    with pytest.raises(SuiteUnavailable, match="dabstep tasks have no 'dataset' to select on; they have: level"):
+        suite.load(tmp_path, where={"dataset": "trec_coarse"})
+    report = run_suite("dabstep", ScriptedLM(dabstep_policy(True, [])), cache_dir=tmp_path, where={"level": "hard"})
+    assert [(row["task_id"], row["level"], row["score"]) for row in report.rows] == [("4", "hard", 1.0)]

@@ -61,8 +61,10 @@ class Suite:
     def score(self, task: Task, answer: Any) -> float:  # pragma: no cover - every suite overrides
         raise NotImplementedError
 
-    def load(self, cache: str | Path | None = None, split: str | None = None, limit: int | None = None) -> list[Task]:
-        """The split's tasks (the first ``limit``), downloading the suite's files first when they are missing."""
+    def load(self, cache: str | Path | None = None, split: str | None = None, limit: int | None = None,
+             where: dict[str, str] | None = None) -> list[Task]:
+        """The split's tasks (those whose ``meta`` matches ``where``, the first ``limit`` of them), downloading the
+        suite's files first when they are missing."""
         split = split or self.default_split
         if split not in self.splits:
             raise SuiteUnavailable(f"{self.name} has no split {split!r}; choose one of: {', '.join(self.splits)}")
@@ -78,4 +80,11 @@ class Suite:
                                    f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
         if not tasks:
             raise SuiteUnavailable(f"{self.name}: no tasks in the {split} split at {root}")
+        for key, value in (where or {}).items():
+            known = sorted({name for task in tasks for name in task.meta})
+            if key not in known:
+                raise SuiteUnavailable(f"{self.name} tasks have no {key!r} to select on; they have: {', '.join(known)}")
+            tasks = [task for task in tasks if str(task.meta.get(key)) == value]
+            if not tasks:
+                raise SuiteUnavailable(f"no {self.name} task in the {split} split has {key}={value}")
         return tasks[:limit] if limit else tasks
