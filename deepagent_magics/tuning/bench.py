@@ -115,12 +115,5 @@ def run_suite(suite: str, lm: Any = None, *, limit: int | None = None, baselines
     return report
 
 
-__all__ = [
-    "DEEP_AGENT",
-    "BenchError",
-    "BenchReport",
-    "SuiteUnavailable",
-    "UnknownSuite",
-    "check_arguments", "parse_where",
-    "run_suite",
-]
+__all__ = ["BENCH_BASELINES", "DEEP_AGENT", "BenchError", "BenchReport", "SuiteUnavailable", "UnknownSuite",
+           "check_arguments", "parse_where", "run_suite"]
