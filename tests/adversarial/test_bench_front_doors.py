@@ -146,7 +146,7 @@ def test_oolong_without_datasets_and_a_cut_short_download(tmp_path, monkeypatch)
     ({"suite": "dabench", "limit": 2.5}, bench.BenchError, "got 2.5"),
     ({"suite": "dabench", "limit": True}, bench.BenchError, "got True"),
     ({"suite": "dabench", "threads": 0}, bench.BenchError, "--threads must be a whole number, 1 or more, got 0"),
-    ({"suite": "dabench", "baselines": ["cot", "deepagents"]}, bench.BenchError, "unknown baseline deepagents"),
+    ({"suite": "dabench", "baselines": ["cot", "langgraph"]}, bench.BenchError, "unknown baseline langgraph"),
 ])
 def test_the_python_function_refuses_bad_arguments_before_running(kwargs, error, expected, tmp_path):
     with pytest.raises(error, match=expected.replace("(", r"\(").replace("'", "'")):
