@@ -163,6 +163,12 @@ def _record(run_id: str | None, workspace: str) -> dict[str, Any]:
         raise UsageProblem(f"cannot read run {run_id!r}: {exc}") from None
 
 
+def bench(args: argparse.Namespace) -> int:
+    from .bench import run_bench
+
+    return run_bench(args)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "run": run_task, "runs": list_runs, "trace": trace, "export": export,
+    "run": run_task, "runs": list_runs, "trace": trace, "export": export, "bench": bench,
 }

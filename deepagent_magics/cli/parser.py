@@ -1,4 +1,4 @@
-"""The ``deepagent`` command line's arguments: ``run``, ``runs``, ``trace`` and ``export``.
+"""The ``deepagent`` command line's arguments: ``run``, ``runs``, ``trace``, ``export`` and ``bench``.
 
 Flags that ``%%deepagent`` also has keep its names (``--lm``, ``--sub-lm``, ``--workspace``,
 ``--profile``, ``--max-iters``, ``--max-llm-calls``, ``--timeout``, ``--quiet``, the sub-agent
@@ -98,4 +98,26 @@ def build_parser() -> Parser:
     export.add_argument("run", help="run id (or a unique start or end of one)")
     export.add_argument("out", metavar="OUT.ipynb", help="the notebook to write")
     export.add_argument("--workspace", default=".", help="read the records of this workspace (default: .)")
+
+    add_bench_parser(commands)
     return parser
+
+
+def add_bench_parser(commands: argparse._SubParsersAction) -> None:
+    """``deepagent bench SUITE``: the quality benchmark (cli/bench.py, docs/quality.md)."""
+    bench = commands.add_parser("bench", help="measure the agent on a public benchmark (docs/quality.md)",
+                                description="Run the deep agent (and baselines) on a public benchmark suite, "
+                                            "scored by the suite's own rule; the table goes to stdout.")
+    bench.add_argument("suite", help="the suite: dabstep, dabench or oolong")
+    bench.add_argument("--lm", help="model id (openai/gpt-4o-mini) or scripted:FILE.json (default: DEEPAGENT_LM)")
+    bench.add_argument("--limit", type=positive(int), help="run only the first N tasks")
+    bench.add_argument("--baselines", default="", help="comma-separated, beside the deep agent: cot,react,deepagents")
+    bench.add_argument("--threads", type=positive(int), default=4, help="tasks run at once (default 4)")
+    bench.add_argument("--out", default="bench-results", help="directory for the Markdown, JSON and answers")
+    bench.add_argument("--cache-dir", dest="cache_dir",
+                       help="where suites are kept (default: DEEPAGENT_BENCH_CACHE or ~/.cache/deepagent-magics/bench)")
+    bench.add_argument("--split", help="the suite's split (dabstep: dev or default; oolong: validation or test)")
+    bench.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
+                       help="only tasks whose KEY is VALUE (level=hard, dataset=trec_coarse); repeatable")
+    bench.add_argument("--max-iters", dest="max_iters", type=positive(int), default=20, help="most code steps per task")
+    bench.add_argument("--quiet", action="store_true", help="no progress on stderr")

@@ -2,7 +2,7 @@
 
 - `run`: ``%%deepagent`` and ``%deepagent_config`` (`DeepAgentMagics`, whose traitlets are the defaults)
 - `inspect`: ``%deepagent_runs``, ``%deepagent_trace``, ``%deepagent_export``
-- `prompts`: ``%deepagent_prompt``; `tuning`: ``%deepagent_eval``, ``%deepagent_optimize``
+- `prompts`: ``%deepagent_prompt``; `tuning`: ``%deepagent_eval``, ``%deepagent_optimize``; `bench`: ``%deepagent_bench``
 - `memory`: ``%deepagent_memory``; `checkpoint`: ``%deepagent_checkpoint``, ``%deepagent_resume``
 - `agents`: ``%%deepagent_agent``, ``%deepagent_agents``, ``--tools`` (notebook functions as tools)
 - `skills`: ``%deepagent_skills``
@@ -16,6 +16,7 @@ from typing import Any
 
 from .agents import AgentTypeMagics
 from .arguments import AgentFailed, interpolate
+from .bench import BenchMagics
 from .checkpoint import CheckpointMagics
 from .inspect import InspectMagics
 from .memory import MemoryMagics
@@ -25,7 +26,7 @@ from .skills import SkillMagics
 from .tuning import TuningMagics
 
 MAGICS = (DeepAgentMagics, InspectMagics, PromptMagics, TuningMagics, MemoryMagics, CheckpointMagics,
-          AgentTypeMagics, SkillMagics)
+          AgentTypeMagics, SkillMagics, BenchMagics)
 
 
 def register(ipython: Any) -> None:

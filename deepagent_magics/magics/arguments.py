@@ -26,7 +26,7 @@ _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 MAX_INTERPOLATED_CHARS = 10_000
 MAX_SECONDS = 7 * 24 * 3600.0  # a week: longer is a mistake, and timers overflow far beyond it
 MESSAGE_CHARS = 300
-RESERVED_OUT = {"_deepagent_run", "_deepagent_eval", "_deepagent_optimize"}
+RESERVED_OUT = {"_deepagent_run", "_deepagent_eval", "_deepagent_optimize", "_deepagent_bench"}
 
 AgentFailed = UsageError  # the old name: a failed run is now a plain UsageError, which IPython prints as one line
 

@@ -11,6 +11,7 @@ scores each answer (`examples.Metric`). The result is a table, one row per
 from __future__ import annotations
 
 import contextvars
+import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any, Callable
 
@@ -32,15 +33,18 @@ def evaluate(systems: dict[str, Callable[[dspy.Example], Outcome]], examples: li
 
     def one(name: str, index: int) -> dict[str, Any]:
         example = examples[index]
+        started = time.monotonic()
         try:
             outcome = systems[name](example)
         except Exception as exc:  # the system failed on this example: score zero, keep going
             outcome = Outcome(None, 0, 0, f"{type(exc).__name__}: {exc}")
+        seconds = time.monotonic() - started
         scored = metric.score(example, outcome.pred) if outcome.pred is not None else Score(0.0)
         error = outcome.error or scored.error
         return {
             "system": name, "example": index, "task": example.task, "score": scored.score,
             "steps": outcome.steps, "tokens": outcome.tokens, "error": error,
+            "cost": outcome.cost, "seconds": round(seconds, 3),
             "result": getattr(outcome.pred, "result", None) if outcome.pred is not None else None,
         }
 

@@ -1,16 +1,25 @@
 """The systems an evaluation compares: the deep agent (each example in a fresh namespace and its own
-temporary workspace), the optimised one, and DSPy baselines on the same LM."""
+temporary workspace), the optimised one, and DSPy baselines on the same LM.
+
+An example may carry ``prepare``, a function ``prepare(workspace: Path) -> dict`` that puts the
+task's files in the fresh workspace and returns the variables its namespace starts with (the
+quality benchmark's suites use it: `tuning.suites`); the deep agent gets both, ReAct the files.
+It may also carry ``inline``: text only the tool-less ``cot`` baseline gets in its prompt (a
+long context the others read from a variable or a file).
+"""
 
 from __future__ import annotations
 
 import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import dspy
 from dspy.utils.usage_tracker import track_usage
 
 from ..core.lm import resolve_lm
+from ..core.observer import UsageSink
 from ..core.run import Run
 from ..core.session import Session, activate, deactivate
 from ..core.workspace import Workspace
@@ -29,11 +38,18 @@ class Outcome:
     steps: int
     tokens: int
     error: str | None = None
+    cost: float = 0.0  # dollars, as the provider (LiteLLM) priced the calls; 0 when unknown
 
 
 def _task_text(example: dspy.Example) -> str:
     context = example.get("context")
     return f"{example.task}\n\nContext:\n{context}" if context else example.task
+
+
+def _prepare(example: Any, workspace: str) -> dict[str, Any]:
+    """The example's files written into ``workspace`` and its starting variables (none without ``prepare``)."""
+    prepare = example.get("prepare") if example is not None else None
+    return dict(prepare(Path(workspace)) or {}) if callable(prepare) else {}
 
 
 def _tokens(pred: Any) -> int:
@@ -49,9 +65,10 @@ class IsolatedAgent(dspy.Module):
         super().__init__()
         self.agent = agent
 
-    def run(self, task: str, context: str = "") -> Run:
+    def run(self, task: str, context: str = "", example: Any = None) -> Run:
         with tempfile.TemporaryDirectory(prefix="deepagent-eval-") as workspace:
-            return self.agent.run(task, namespace={}, context=context or "", workspace=workspace)
+            namespace = _prepare(example, workspace)
+            return self.agent.run(task, namespace=namespace, context=context or "", workspace=workspace)
 
     def forward(self, task: str, context: str = "") -> dspy.Prediction:
         run = self.run(task, context)
@@ -67,10 +84,11 @@ class DeepAgentSystem:
     def __call__(self, example: dspy.Example) -> Outcome:
         # Tokens from DSPy's usage tracker, which is per thread: runs going on at once share the LM.
         with track_usage() as usage:
-            run = self.program.run(example.task, example.get("context") or "")
+            run = self.program.run(example.task, example.get("context") or "", example)
         tokens = sum(int(entry.get("total_tokens") or 0) for entry in usage.get_total_tokens().values())
         pred = dspy.Prediction(result=run.result, run=run)
-        return Outcome(pred, len(run.steps), tokens or run.usage.tokens, run.error if run.status == "failed" else None)
+        return Outcome(pred, len(run.steps), tokens or run.usage.tokens, run.error if run.status == "failed" else None,
+                       run.tree_usage().cost)
 
 
 class CoTSystem:
@@ -81,9 +99,12 @@ class CoTSystem:
         self.module = dspy.ChainOfThought("task -> result")
 
     def __call__(self, example: dspy.Example) -> Outcome:
-        with dspy.context(lm=self.lm, track_usage=True):
-            pred = self.module(task=_task_text(example))
-        return Outcome(pred, 1, _tokens(pred))
+        meter = Run(example.task, profile="cot")  # only its usage: tokens and cost of this call
+        inline = example.get("inline")
+        task = f"{_task_text(example)}\n\nContext:\n{inline}" if inline else _task_text(example)
+        with dspy.context(lm=self.lm, track_usage=True, caller_modules=[UsageSink(meter)]):
+            pred = self.module(task=task)
+        return Outcome(pred, 1, _tokens(pred) or meter.usage.tokens, cost=meter.usage.cost)
 
 
 class ReActSystem:
@@ -98,14 +119,15 @@ class ReActSystem:
     def __call__(self, example: dspy.Example) -> Outcome:
         run = Run(example.task, profile="react")
         with tempfile.TemporaryDirectory(prefix="deepagent-react-") as workspace:
+            _prepare(example, workspace)  # the files; ReAct has no namespace for the variables
             token = activate(Session(run, Workspace(workspace), agent=self.agent))
             try:
-                with dspy.context(lm=self.lm, track_usage=True):
+                with dspy.context(lm=self.lm, track_usage=True, caller_modules=[UsageSink(run)]):
                     pred = self.module(task=_task_text(example))
             finally:
                 deactivate(token)
         steps = sum(key.startswith("tool_name_") for key in (pred.get("trajectory") or {}))
-        return Outcome(pred, steps, _tokens(pred))
+        return Outcome(pred, steps, _tokens(pred) or run.usage.tokens, cost=run.usage.cost)
 
 
 def systems_for(agent: "DeepAgent", baselines: Iterable[str] = (), optimized: "DeepAgent | None" = None,

@@ -1,0 +1,63 @@
+"""``deepagent bench SUITE``: the quality benchmark from the shell (docs/quality.md).
+
+The table goes to stdout as Markdown, progress to stderr, and the Markdown, JSON and answer
+files to ``--out``. Bad input (an unknown suite or baseline, a limit or thread count below 1,
+no model, a suite that cannot be downloaded) is one line and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..core.lm import NoLMError, resolve_lm
+from ..tuning.bench import (
+    BenchError,
+    SuiteUnavailable,
+    UnknownSuite,
+    check_arguments,
+    parse_where,
+    run_suite,
+)
+from ..tuning.progress import TextProgress
+from .models import ModelError, default_model, model_from_spec
+from .parser import UsageProblem
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    from ..core.agent import DeepAgent
+
+    try:
+        check_arguments(args.suite, args.limit, args.baselines, args.threads)
+        where = parse_where(args.where)
+        lm = resolve_lm(model_from_spec(args.lm) or default_model())
+    except (UnknownSuite, BenchError, ModelError) as exc:
+        raise UsageProblem(str(exc)) from None
+    except NoLMError:
+        raise UsageProblem("no model: pass --lm openai/gpt-4o-mini (or scripted:FILE.json), or set DEEPAGENT_LM") from None
+    except ValueError as exc:
+        raise UsageProblem(str(exc).splitlines()[0]) from None
+    progress = TextProgress(f"bench {args.suite}", stream=_Null() if args.quiet else sys.stderr)
+    agent = DeepAgent(lm=lm, max_depth=0, max_iters=args.max_iters)
+    try:
+        report = run_suite(args.suite, lm, limit=args.limit, baselines=args.baselines, threads=args.threads,
+                           out=args.out, cache_dir=args.cache_dir, split=args.split, agent=agent, progress=progress,
+                           where=where)
+    except (SuiteUnavailable, BenchError) as exc:
+        raise UsageProblem(str(exc)) from None
+    except OSError as exc:
+        raise UsageProblem(f"--out {args.out}: {exc.strerror or exc}") from None
+    print(report.to_markdown(), end="")
+    print(f"deepagent bench: wrote {', '.join(report.files)}", file=sys.stderr)
+    if report.rows and all(row["error"] for row in report.rows):
+        print(f"deepagent bench: every task failed; the first: {report.rows[0]['error']}", file=sys.stderr)
+        return 1
+    return 0
+
+
+class _Null:
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass

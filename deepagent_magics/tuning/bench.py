@@ -1,0 +1,119 @@
+"""The quality benchmark: the deep agent beside DSPy baselines on a public suite, with its own scoring.
+
+    report = run_suite("dabench", lm="openai/gpt-4o-mini", limit=20, baselines=["cot", "react"], out="bench-results")
+    report.summary()["deep agent"]["accuracy"]
+
+Each task runs in a fresh namespace and a temporary workspace holding the task's files; the
+deep agent also starts with the variables a user would have made from them (`suites`). The
+systems are the evaluation's own (`systems`), run by `evaluate`; the table is a `BenchReport`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+import dspy
+
+from ..core.lm import lm_label, resolve_lm
+from .bench_report import BenchReport
+from .evaluate import evaluate
+from .examples import Metric
+from .langchain_baseline import (
+    DEEPAGENTS,
+    BaselineUnavailable,
+    DeepAgentsSystem,
+    available,
+    chat_model_for,
+)
+from .suites import Suite, SuiteUnavailable, Task, UnknownSuite, get_suite
+from .systems import BASELINES, DEEP_AGENT, systems_for
+
+if TYPE_CHECKING:
+    from ..core.agent import DeepAgent
+
+
+BENCH_BASELINES = (*BASELINES, DEEPAGENTS)  # deepagents: LangChain's, when installed (langchain_baseline)
+
+
+class BenchError(ValueError):
+    """A bad argument to the benchmark (a limit, a thread count, a baseline); the message is one line."""
+
+
+def check_arguments(suite: str, limit: Any = None, baselines: Iterable[str] = (), threads: Any = 4) -> tuple[Suite, list[str]]:
+    """The suite and the baselines, or one line saying what is wrong (`UnknownSuite`, `BenchError`)."""
+    found = get_suite(suite)
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise BenchError(f"--limit must be a whole number of tasks, 1 or more, got {limit!r}")
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise BenchError(f"--threads must be a whole number, 1 or more, got {threads!r}")
+    names = [name.strip() for name in ([baselines] if isinstance(baselines, str) else baselines)
+             for name in str(name).split(",") if name.strip()]
+    unknown = [name for name in names if name not in BENCH_BASELINES]
+    if unknown:
+        raise BenchError(f"unknown baseline {', '.join(unknown)}; choose from: {', '.join(BENCH_BASELINES)}")
+    if DEEPAGENTS in names and available():
+        raise BenchError(f"the deepagents baseline needs LangChain deepagents: pip install 'deepagent-magics[bench]' "
+                         f"({available()})")
+    return found, list(dict.fromkeys(names))
+
+
+def parse_where(values: Iterable[str]) -> dict[str, str]:
+    """``["level=hard", "dataset=trec_coarse"]`` -> {"level": "hard", "dataset": "trec_coarse"}."""
+    where = {}
+    for value in values:
+        key, sep, wanted = str(value).partition("=")
+        if not sep or not key.strip() or not wanted.strip():
+            raise BenchError(f"--where {value!r}: write KEY=VALUE, e.g. --where level=hard")
+        where[key.strip()] = wanted.strip()
+    return where
+
+
+def examples_for(tasks: list[Task]) -> list[dspy.Example]:
+    return [dspy.Example(task=task.prompt, prepare=task.prepare, inline=task.inline, bench_task=task).with_inputs("task")
+            for task in tasks]
+
+
+def run_suite(suite: str, lm: Any = None, *, limit: int | None = None, baselines: Iterable[str] = (),
+              threads: int = 4, out: str | Path | None = None, cache_dir: str | Path | None = None,
+              split: str | None = None, agent: "DeepAgent | None" = None, progress: Any = None,
+              langchain_model: Any = None, where: dict[str, str] | None = None) -> BenchReport:
+    """Run ``suite`` (dabstep, dabench, oolong) with the deep agent and ``baselines``; the table, written to ``out``.
+
+    ``langchain_model``: the chat model of the ``deepagents`` baseline (default: ``lm``'s id through LangChain).
+    ``where``: only the tasks whose details match, e.g. ``{"level": "hard"}`` or ``{"dataset": "trec_coarse"}``.
+    """
+    found, names = check_arguments(suite, limit, baselines, threads)
+    tasks = found.load(cache_dir, split, limit, where)
+    if agent is None:
+        from ..core.agent import DeepAgent
+
+        agent = DeepAgent(lm=lm, max_depth=0)  # no sub-agent kernels unless the caller's agent has them
+    model = resolve_lm(lm if lm is not None else agent.lm)
+    if agent.lm is None:
+        agent.lm = model
+    metric = Metric(lambda example, pred: found.score(example.bench_task, pred.result), found.name)
+    systems = systems_for(agent, [name for name in names if name != DEEPAGENTS], lm=model)
+    if DEEPAGENTS in names:
+        try:
+            systems[DEEPAGENTS] = DeepAgentsSystem(langchain_model or chat_model_for(lm if lm is not None else model))
+        except BaselineUnavailable as exc:
+            raise BenchError(str(exc)) from None
+        systems = {name: systems[name] for name in [*names, DEEP_AGENT]}  # baselines as named, then the agent
+    table = evaluate(systems, examples_for(tasks), metric, threads, progress)
+    rows = []
+    for row in table.rows:
+        task = tasks[row["example"]]
+        rows.append({"system": row["system"], "task_id": task.id, "score": row["score"],
+                     "scored": task.gold is not None, "answer": row["result"], "tokens": row["tokens"],
+                     "cost": row.get("cost", 0.0), "seconds": row.get("seconds", 0.0), "steps": row["steps"],
+                     "error": row["error"], **{key: value for key, value in task.meta.items() if key != "concepts"}})
+    report = BenchReport(found.name, found.title, split or found.default_split, lm_label(model), found.metric,
+                         table.systems, rows)
+    if out is not None:
+        report.write(out)
+    return report
+
+
+__all__ = ["BENCH_BASELINES", "DEEP_AGENT", "BenchError", "BenchReport", "SuiteUnavailable", "UnknownSuite",
+           "check_arguments", "parse_where", "run_suite"]

@@ -1,0 +1,103 @@
+"""The quality benchmark's table: per system, accuracy, tokens, cost, time per task and failures.
+
+Built from an evaluation's rows (`evaluate`), written as Markdown (to read) and JSON (to
+compare runs), plus each system's answers as JSONL (``task_id``, ``agent_answer``: the
+format DABstep's leaderboard takes, for the splits whose answers it keeps).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class BenchReport:
+    suite: str
+    title: str
+    split: str
+    lm: str
+    metric: str
+    systems: list[str]
+    rows: list[dict[str, Any]]  # one per (system, task): task_id, score, scored, tokens, cost, seconds, error, answer
+    started: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    files: list[str] = field(default_factory=list)  # what `write` wrote
+
+    def summary(self) -> dict[str, dict[str, Any]]:
+        out = {}
+        for system in self.systems:
+            rows = [row for row in self.rows if row["system"] == system]
+            scored = [row for row in rows if row["scored"]]
+            n = max(1, len(rows))
+            out[system] = {
+                "tasks": len(rows),
+                "scored": len(scored),
+                "accuracy": (sum(row["score"] for row in scored) / len(scored)) if scored else None,
+                "tokens_per_task": sum(row["tokens"] for row in rows) / n,
+                "cost": sum(row["cost"] for row in rows),
+                "cost_per_task": sum(row["cost"] for row in rows) / n,
+                "seconds_per_task": sum(row["seconds"] for row in rows) / n,
+                "failures": sum(bool(row["error"]) for row in rows),
+            }
+        return out
+
+    def accuracy(self, system: str = "deep agent") -> float | None:
+        return self.summary()[system]["accuracy"]
+
+    @property
+    def failures(self) -> list[dict[str, Any]]:
+        return [row for row in self.rows if row["error"]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"suite": self.suite, "title": self.title, "split": self.split, "lm": self.lm, "metric": self.metric,
+                "started": self.started, "summary": self.summary(), "rows": self.rows}
+
+    def to_markdown(self) -> str:
+        tasks = len({row["task_id"] for row in self.rows})
+        lines = [f"## {self.title} ({self.split}): {tasks} tasks, {self.lm}", "",
+                 f"| system | {self.metric} | tokens / task | cost | cost / task | s / task | failures |",
+                 "|---|---:|---:|---:|---:|---:|---:|"]
+        for system, each in self.summary().items():
+            accuracy = (f"{each['accuracy']:.1%} ({each['scored']} scored)" if each["accuracy"] is not None
+                        else "n/a (answers withheld)")
+            lines.append(f"| {system} | {accuracy} | {each['tokens_per_task']:,.0f} | ${each['cost']:.4f} | "
+                         f"${each['cost_per_task']:.4f} | {each['seconds_per_task']:.2f} | "
+                         f"{each['failures']}/{each['tasks']} |")
+        if self.failures:
+            lines += ["", "Failures:", ""]
+            lines += [f"- {row['system']}, task {row['task_id']}: {_one_line(row['error'])}" for row in self.failures]
+        return "\n".join(lines) + "\n"
+
+    def write(self, out: str | Path) -> list[Path]:
+        """``<suite>-<split>.md``, ``.json`` and one ``.<system>.answers.jsonl`` per system in ``out``."""
+        folder = Path(out).expanduser()
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = f"{self.suite}-{self.split}"
+        written = [folder / f"{stem}.md", folder / f"{stem}.json"]
+        written[0].write_text(self.to_markdown(), encoding="utf-8")
+        written[1].write_text(json.dumps(self.to_json(), indent=2, default=str), encoding="utf-8")
+        for system in self.systems:
+            path = folder / f"{stem}.{re.sub(r'[^a-z0-9]+', '-', system.lower()).strip('-')}.answers.jsonl"
+            with open(path, "w", encoding="utf-8") as handle:
+                for row in self.rows:
+                    if row["system"] == system:
+                        answer = "" if row["answer"] is None else str(row["answer"])
+                        handle.write(json.dumps({"task_id": row["task_id"], "agent_answer": answer}) + "\n")
+            written.append(path)
+        self.files = [str(path) for path in written]
+        return written
+
+    def __repr__(self) -> str:
+        return self.to_markdown()
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
+
+
+def _one_line(text: Any) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= 200 else line[:197] + "..."
