@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import dspy
 
-from . import extensions, threads
+from . import approval, extensions, threads
 from .compaction import DEFAULT_COMPACT_AT
 from .lm import lm_label, resolve_lm
 from .namespace import summarize_namespace
 from .observer import HISTORY_SIZE, UsageSink, observe_steps
 from .profiles import instructions_hash, load_profile
 from .run import Listener, Run
+from .stopping import StopRun
 from .session import NamespaceBusy, Session, activate, claim, deactivate, release
 from .workspace import Workspace
 
@@ -67,7 +69,13 @@ class DeepAgent(dspy.Module):
         pool: the `KernelPool` sub-agents take their kernels from (default: the process-wide one).
         mcp_servers: MCP servers (command lines for stdio, or http(s) URLs) whose tools the agent
             gets too (``tools/mcp.py``); one that cannot start raises ``MCPError``.
+        approve: when a code block needs the user's approval first (``core/approval.py``): ``never``,
+            ``risky``, ``always``, or a callable ``(proposal) -> decision``; sub-agents ask the same user.
+        approve_rules: the risk rules ``risky`` uses (``core/risk.py``): None for all, or rule names
+            (``"-network"`` off, ``"none,subagents"`` only that one), or a dict {rule: bool}.
     """
+
+    ask: Any = approval.STDIN  # how approval asks: the kernel's stdin; None: no one to ask (%deepagent_eval)
 
     record_runs = True  # write each root run to <workspace>/.deepagent/runs/<id>.json (records/)
     compact_at: float | int | None = DEFAULT_COMPACT_AT  # tokens, or a fraction of the context window (compaction.py)
@@ -93,6 +101,8 @@ class DeepAgent(dspy.Module):
         max_parallel: int = 4,
         pool: Any = None,
         mcp_servers: Iterable[str] = (),
+        approve: Any = "never",
+        approve_rules: Any = None,
     ):
         super().__init__()
         self.lm = lm
@@ -110,6 +120,8 @@ class DeepAgent(dspy.Module):
         self.max_parallel = max_parallel
         self.pool = pool
         self.mcp_servers = list(mcp_servers)
+        self.approve = approval.check_policy(approve)
+        self.approve_rules = approval.parse_rules(approve_rules)
         self.extra_tools = list(tools)
         self.extra_tools += extensions.server_tools(self.mcp_servers, taken={t.__name__ for t in self.builtin_tools()
                                                                             + self.extra_tools})
@@ -170,6 +182,7 @@ class DeepAgent(dspy.Module):
             "subagent_max_iters": self.subagent_max_iters,
             "subagent_timeout": self.subagent_timeout,
             "max_parallel": self.max_parallel,
+            "approve": approval.policy_label(getattr(self, "approve", "never")),
         }
 
     # ------------------------------------------------------------ running
@@ -241,6 +254,10 @@ class DeepAgent(dspy.Module):
         tool_names = {tool.__name__ for tool in self.builtin_tools() + self.extra_tools}
         summary = summarize_namespace(namespace, exclude=tool_names | {"SUBMIT"})
 
+        if run.parent is None and getattr(self, "approve", "never") != "never":
+            ask = approval.stdin_asker() if self.ask == approval.STDIN else self.ask
+            approval.attach(run, approval.Approver(self.approve, self.approve_rules, ask=ask, out=sys.stdout,
+                                                   workspace=str(root)))
         observe_steps(self.rlm)  # each step opens on the run active in the calling thread
         run.start()
         token = activate(session)
@@ -255,6 +272,9 @@ class DeepAgent(dspy.Module):
                     notebook_variables=summary,
                     interpreter_factory=self.interpreter_factory(session, namespace, shell),
                 )
+        except StopRun as exc:  # the user's `q` (core/approval.py): everything done so far is kept
+            run.finish("stopped", error=str(exc))
+            return run
         except Exception as exc:
             run.exception = exc
             run.finish("failed", error=f"{type(exc).__name__}: {exc}")

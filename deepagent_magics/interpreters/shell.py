@@ -184,6 +184,11 @@ class ShellInterpreter(StepInterpreter):
         output = "\n".join(part.rstrip("\n") for part in parts if part)
         return output or None
 
+    def protected_names(self) -> set[str]:
+        """The names the user had bound when the run started (not the tools the run bound)."""
+        before = self._before if self._before is not None else self.namespace
+        return {name for name in before if not name.startswith("__") and name not in self._injected}
+
     # ------------------------------------------------------------- binding
     def _bind_tools(self) -> None:
         for name, tool in self.tools.items():

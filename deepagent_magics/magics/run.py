@@ -26,7 +26,7 @@ from ..core.run import Run
 from ..core.session import NamespaceBusy
 from ..display import show_run
 from ..tuning import programs
-from . import followup, gateway_settings
+from . import control, followup, gateway_settings
 from .arguments import (
     check_out,
     check_mcp_servers,
@@ -79,6 +79,11 @@ class DeepAgentMagics(Magics):
     mcp_servers = List(Unicode(), help="MCP servers whose tools agents get: command lines (stdio) or http(s) URLs.").tag(config=True)
     SETTINGS += ("mcp_servers",)
 
+    # Approval (core/approval.py, control.py): when a code block needs the user's yes first.
+    approve = Unicode("never", help="Approval policy: never, risky, always, or a notebook function (proposal) -> decision.").tag(config=True)
+    approve_rules = Unicode("", help="Risk rules for --approve risky: '' for all, '-network,-subagents' to switch some off, 'none,subagents' for only those.").tag(config=True)
+    SETTINGS += ("approve", "approve_rules")
+
     def __init__(self, shell=None, **kwargs: Any):
         super().__init__(shell=shell, **kwargs)
         self.runs: list[Run] = []
@@ -111,6 +116,8 @@ class DeepAgentMagics(Magics):
     @argument("--cells", type=int, help="how many of your recent cells the agent sees (0: none)")
     @argument("--compact-at", dest="compact_at", type=followup.compact_at, help="tokens, or a fraction of the context window; off: never")
     @argument("--run-id", dest="run_id", help="id for this run (the run API chooses it before the run starts)")
+    @argument("--approve", help="approval policy: never, risky, always, or a notebook function (proposal) -> decision")
+    @argument("--approve-rules", dest="approve_rules", help="risk rules for --approve risky: -name off, none,name only those")
     @cell_magic
     def deepagent(self, line: str, cell: str) -> None:
         """Hand the cell's text to a deep agent whose REPL is this notebook."""
@@ -149,7 +156,8 @@ class DeepAgentMagics(Magics):
         if run.reverted:
             names = ", ".join(sorted(run.reverted))
             print(f"deepagent: restored your variables {names}; the agent's values are in _deepagent_run.reverted")
-        if not getattr(view, "shows_result", False):  # the dashboard shows it in its Result panel
+        control.summarize(run)
+        if not getattr(view, "shows_result", False) and run.status != "stopped":  # the dashboard shows it
             display(Markdown(str(run.result)))
 
     def build_agent(self, args: Any) -> DeepAgent:
@@ -184,6 +192,8 @@ class DeepAgentMagics(Magics):
                 max_parallel=settings["max_parallel"],
                 pool=self._subagent_pool(settings),
                 mcp_servers=settings["mcp_servers"],
+                approve=control.resolve_policy(settings["approve"], namespace),
+                approve_rules=settings["approve_rules"] or None,
             )
             agent = programs.apply(agent)  # the profile's tuned program, if one is active
             agent.compact_at = settings["compact_at"]
@@ -215,6 +225,8 @@ class DeepAgentMagics(Magics):
     @argument("--cells", type=int, help="how many recent cells the agent sees")
     @argument("--compact-at", dest="compact_at", type=followup.compact_at, help="tokens or a fraction of the window; off")
     @argument("--mcp", dest="mcp_servers", action="append", help="MCP server (command line or URL); repeat for more; 'off' for none")
+    @argument("--approve", help="approval policy: never, risky, always, or a notebook function")
+    @argument("--approve-rules", dest="approve_rules", help="risk rules for --approve risky ('' for all)")
     @argument("--reset", action="store_true", help="restore every default")
     @line_magic
     def deepagent_config(self, line: str) -> None:
@@ -243,6 +255,7 @@ class DeepAgentMagics(Magics):
                     raise UsageError(one_line(exc)) from None
         if "mcp_servers" in updates:
             updates["mcp_servers"] = check_mcp_servers(updates["mcp_servers"])
+        control.check_approval(updates, self.shell.user_ns)
         if args.reset:  # only once every new value is known to be good: a mistake changes nothing
             for name in self.SETTINGS:
                 setattr(self, name, self.traits()[name].default())
