@@ -26,8 +26,9 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from .redaction import scrub
 from .risk import Risk, analyse, parse_rules
@@ -68,7 +69,7 @@ class Decision:
     reason: str = ""
 
     @classmethod
-    def parse(cls, answer: Any) -> "Decision | None":
+    def parse(cls, answer: Any) -> Decision | None:
         """A typed answer or a policy's return value as a decision (None: not one)."""
         if isinstance(answer, Decision):
             return answer if answer.action in ("run", "refuse", "all", "quit") else None
@@ -259,7 +260,7 @@ def _short(value: Any) -> str:
 
 
 # ------------------------------------------------------------ the approver of a run tree
-_approvers: "weakref.WeakKeyDictionary[Any, Approver]" = weakref.WeakKeyDictionary()
+_approvers: weakref.WeakKeyDictionary[Any, Approver] = weakref.WeakKeyDictionary()
 
 
 def stdin_asker() -> Callable[[str], str] | None:

@@ -24,13 +24,13 @@ is read through IPython's own transformer first.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from .risk_tables import (
     DYNAMIC_CALLS,
     INSTALL_WORDS,
-    MODULE_RULES,
     NAMESPACE,
     NAMESPACE_METHODS,
     REMOVE_FUNCTIONS,
@@ -39,17 +39,16 @@ from .risk_tables import (
     RULES,
     SHELL_MAGICS,
     WRITE_FUNCTIONS,
+    UnknownRule,
+    parse_rules,
     qualify_alias,
     rule_of_name,
+    star_rule,
 )
 
-__all__ = ["RULES", "Risk", "analyse", "parse_rules", "UnknownRule"]
+__all__ = ["RULES", "Risk", "UnknownRule", "analyse", "parse_rules"]
 OPENERS = ("open", "io.open", "codecs.open", "os.open")
 MAX_DEPTH = 3  # exec('exec("...")') nesting analysed
-
-
-class UnknownRule(ValueError):
-    """A rule name that is not one of `RULES`."""
 
 
 @dataclass(frozen=True)
@@ -59,34 +58,6 @@ class Risk:
 
     def __str__(self) -> str:
         return f"{self.rule}: {self.reason}"
-
-
-def parse_rules(spec: Any = None) -> frozenset[str]:
-    """The enabled rules from ``spec``: None (all), a dict {rule: bool}, or names in a list or one
-    comma-separated string, applied in order to all rules on: ``-name`` off, ``name``/``+name`` on,
-    ``none`` all off, ``all`` all on (``"none,subagents"``: only sub-agents ask)."""
-    if spec is None:
-        return frozenset(RULES)
-    if isinstance(spec, dict):
-        items = [(str(name), bool(on)) for name, on in spec.items()]
-    else:
-        parts = spec.split(",") if isinstance(spec, str) else list(spec)
-        items = []
-        for part in parts:
-            if not isinstance(part, str):
-                raise UnknownRule(f"a risk rule must be a name, not {type(part).__name__}")
-            part = part.strip()
-            if part:
-                items.append((part.lstrip("+-").strip(), not part.startswith("-")))
-    enabled = set(RULES)
-    for name, on in items:
-        if name in ("all", "none"):
-            enabled = set(RULES) if (name == "all") == on else set()
-        elif name not in RULES:
-            raise UnknownRule(f"unknown risk rule {name!r}; the rules are: {', '.join(RULES)} (or all, none)")
-        else:
-            (enabled.add if on else enabled.discard)(name)
-    return frozenset(enabled)
 
 
 def analyse(code: str, *, user_names: Iterable[str] = (), workspace: str | None = None,
@@ -245,9 +216,18 @@ class _Analysis(ast.NodeVisitor):
                 self.add("dynamic_code", f"reads a computed name from {'the namespace' if base == NAMESPACE else base}")
             else:
                 self._reference(self.qualify(node), key)
-        elif isinstance(node.ctx, ast.Del):
-            self._part_deleted(node.value)
+        else:
+            if isinstance(node.ctx, ast.Del):
+                self._part_deleted(node.value)
+            self._reference(self.qualify(node), "a subscript")
         self.generic_visit(node)
+
+    def _comprehension(self, node: ast.AST) -> None:
+        self.scope += 1  # its loop variables are its own
+        self.generic_visit(node)
+        self.scope -= 1
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
 
     def _part_deleted(self, node: ast.AST, verb: str = "deletes part of") -> None:
         while isinstance(node, (ast.Attribute, ast.Subscript)):
@@ -264,7 +244,7 @@ class _Analysis(ast.NodeVisitor):
             return
         rule = rule_of_name(name)
         if rule is not None:
-            self.add(rule, f"uses {name}" + (f" (as {shown})" if shown != name else ""))
+            self.add(rule, f"uses {name}" + (f" (as {shown})" if shown != name and shown.isidentifier() else ""))
 
     def visit_Global(self, node: ast.Global) -> None:
         self.globals_declared.update(node.names)
@@ -285,7 +265,7 @@ class _Analysis(ast.NodeVisitor):
         for alias in node.names:
             bound = alias.asname or alias.name.split(".")[0]
             if alias.name == "*":
-                rule = rule_of_name(qualify_alias(module or ""), module=True)
+                rule = rule_of_name(qualify_alias(module or ""), module=True) or star_rule(qualify_alias(module or ""))
                 if rule:
                     self.add(rule, f"imports everything from {module}")
                 continue
@@ -301,6 +281,9 @@ class _Analysis(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         func = self.qualify(node.func)
         method = node.func.attr if isinstance(node.func, ast.Attribute) else None
+        if not isinstance(node.func, (ast.Name, ast.Attribute, ast.Subscript)):
+            self._reference(func, "a computed callee")  # getattr(os, 'remove')(...)
+        self._reference(self.qualify(node), "a computed value")  # __import__('socket')
         args = [self.string(arg) for arg in node.args] + [self.string(kw.value) for kw in node.keywords]
         if func in DYNAMIC_CALLS:
             self._dynamic(func, node)

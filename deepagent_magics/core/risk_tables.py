@@ -1,4 +1,4 @@
-"""The names `risk` looks for: which module, function or method falls under which rule.
+"""The names `risk` looks for (which module, function or method falls under which rule), and the rule set.
 
 Kept apart from the analysis so that the lists can grow without touching the logic.
 A qualified name is dotted from its module (``os.remove``, ``subprocess.run``); aliases
@@ -6,6 +6,8 @@ of modules (``posix`` for ``os``, ``builtins.exec`` for ``exec``) are folded fir
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 RULES = {
     "deletes_variable": "deletes or rebinds one of your variables",
@@ -100,3 +102,43 @@ def rule_of_name(name: str | None, module: bool = False) -> str | None:
         if name == prefix or name.startswith(prefix + "."):
             return rule
     return None
+
+
+def star_rule(module: str) -> str | None:
+    """The rule of ``from module import *`` for a module some of whose functions are risky."""
+    for name in sorted(REMOVE_FUNCTIONS | PROCESS_FUNCTIONS):
+        if name.rpartition(".")[0] == module:
+            return rule_of_name(name)
+    return None
+
+
+class UnknownRule(ValueError):
+    """A rule name that is not one of `RULES`."""
+
+
+def parse_rules(spec: Any = None) -> frozenset[str]:
+    """The enabled rules from ``spec``: None (all), a dict {rule: bool}, or names in a list or one
+    comma-separated string, applied in order to all rules on: ``-name`` off, ``name``/``+name`` on,
+    ``none`` all off, ``all`` all on (``"none,subagents"``: only sub-agents ask)."""
+    if spec is None:
+        return frozenset(RULES)
+    if isinstance(spec, dict):
+        items = [(str(name), bool(on)) for name, on in spec.items()]
+    else:
+        parts = spec.split(",") if isinstance(spec, str) else list(spec)
+        items = []
+        for part in parts:
+            if not isinstance(part, str):
+                raise UnknownRule(f"a risk rule must be a name, not {type(part).__name__}")
+            part = part.strip()
+            if part:
+                items.append((part.lstrip("+-").strip(), not part.startswith("-")))
+    enabled = set(RULES)
+    for name, on in items:
+        if name in ("all", "none"):
+            enabled = set(RULES) if (name == "all") == on else set()
+        elif name not in RULES:
+            raise UnknownRule(f"unknown risk rule {name!r}; the rules are: {', '.join(RULES)} (or all, none)")
+        else:
+            (enabled.add if on else enabled.discard)(name)
+    return frozenset(enabled)
