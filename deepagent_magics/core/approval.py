@@ -22,6 +22,7 @@ run (``run.approvals``) and emitted as an ``approval`` event.
 from __future__ import annotations
 
 import builtins
+import queue
 import sys
 import threading
 import time
@@ -37,6 +38,8 @@ from .stopping import StopRun
 POLICIES = ("never", "risky", "always")
 STDIN = "stdin"  # ask with the `input` found when the run starts
 APPROVAL = "approval"  # the event kind; data: the decision's record
+RELAY_POLL = 0.05  # seconds between a sub-agent's looks at its question while it waits
+RELAY_WAIT = 1.0  # seconds before a question the run's own thread has not taken up is asked by its sub-agent
 MAX_ANSWERS = 20  # unreadable answers before the block is refused (an `input` that never says y/n/a/q)
 PROMPT = "Run it? [y]es / [n]o [reason] / [a]ll the rest / [q]uit the run: "
 
@@ -97,6 +100,17 @@ def policy_label(policy: Any) -> str:
 
 
 @dataclass
+class _Question:
+    proposal: Proposal
+    done: threading.Event = field(default_factory=threading.Event)
+    decision: Decision | None = None
+    no_stdin: bool = False
+    taken: bool = False  # the run's thread is asking it
+    withdrawn: bool = False  # the asking thread asks itself
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@dataclass
 class Approver:
     """The root run's approval: its policy and rules, how to ask, and what was decided so far."""
 
@@ -108,6 +122,8 @@ class Approver:
     approve_all: bool = False
     stopped: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    home: int = field(default_factory=threading.get_ident)  # the run's own thread: where questions are asked
+    pending: queue.Queue = field(default_factory=queue.Queue)  # questions from sub-agents' threads
 
     def review(self, run: Any, code: str, user_names: Iterable[str] = ()) -> str | None:
         """None: run the block. Else the refusal the agent reads. Raises `StopRun` on ``q``."""
@@ -152,19 +168,79 @@ class Approver:
 
     def _from_user(self, run: Any, proposal: Proposal) -> tuple[Decision, str]:
         started = time.monotonic()
+        chain = []
+        each = run
+        while each is not None:
+            chain.append(each)
+            each = each.parent
+        for each in chain:
+            each.waiting_since = started  # `waited` counts the wait while it lasts (a sub-agent's time limit)
         try:
-            with self.lock:  # one question at a time: sub-agents run in parallel
-                return self._ask(proposal), "user"
+            if self.ask is None:
+                raise NoStdin()
+            if threading.get_ident() == self.home:
+                with self.lock:
+                    return self._ask(proposal), "user"
+            return self._relay(chain, proposal), "user"
         except NoStdin:
             self._show(f"deepagent: {proposal.agent} wants to run a block that needs your approval "
                        f"({_reasons(proposal)}), but there is no stdin to ask on: refused.\n")
             return Decision("refuse", NO_STDIN), "no stdin"
         finally:
-            waited = time.monotonic() - started
-            each = run
-            while each is not None:
-                each.waited_seconds = getattr(each, "waited_seconds", 0.0) + waited
-                each = each.parent
+            finished = time.monotonic()
+            for each in chain:
+                each.waited_seconds = getattr(each, "waited_seconds", 0.0) + (finished - started)
+                each.waiting_since = None
+
+    def _relay(self, chain: list[Any], proposal: Proposal) -> Decision:
+        """From a sub-agent's thread: the run's own thread asks, between its looks at its sub-agents (a stop
+        button's KeyboardInterrupt lands there). Not taken up within `RELAY_WAIT` (delegate called from a
+        thread of the agent's own), this thread asks itself."""
+        question = _Question(proposal)
+        self.pending.put(question)
+        waited = 0.0
+        while not question.done.wait(RELAY_POLL):
+            waited += RELAY_POLL
+            with question.lock:
+                if not question.taken and (waited >= RELAY_WAIT or self.stopped):
+                    question.withdrawn = True
+            if question.withdrawn:
+                if self.stopped:
+                    raise StopRun(self.stopped)
+                with self.lock:
+                    return self._ask(proposal)
+            if any(each.ended_at is not None for each in chain):
+                return Decision("refuse", "the run ended before the user answered")
+        if question.no_stdin:
+            raise NoStdin()
+        return question.decision or Decision("refuse", "no answer")
+
+    def serve(self) -> None:
+        """On the run's own thread (the root's `delegate` calls it while it waits): ask the questions
+        sub-agents have queued. Raises `StopRun` once the user has stopped the run."""
+        if threading.get_ident() != self.home:
+            return
+        while True:
+            try:
+                question = self.pending.get_nowait()
+            except queue.Empty:
+                break
+            with question.lock:
+                if question.withdrawn:
+                    continue
+                question.taken = True
+            try:
+                with self.lock:
+                    question.decision = self._ask(question.proposal)
+            except NoStdin:
+                question.no_stdin = True
+            except BaseException:  # a KeyboardInterrupt while asking: the sub-agent is refused, the run interrupted
+                question.decision = Decision("refuse", "interrupted")
+                raise
+            finally:
+                question.done.set()
+        if self.stopped:
+            raise StopRun(self.stopped)
 
     def _ask(self, proposal: Proposal) -> Decision:
         if self.ask is None:
@@ -277,6 +353,14 @@ def stdin_asker() -> Callable[[str], str] | None:
     return ask
 
 
+def waited(run: Any, now: float | None = None) -> float:
+    """Seconds ``run`` (or a sub-agent under it) has spent waiting for the user's answers, including
+    a wait still going on: what a time limit or time cap leaves out (``time.monotonic`` clock)."""
+    since = getattr(run, "waiting_since", None)
+    current = (time.monotonic() if now is None else now) - since if since is not None else 0.0
+    return getattr(run, "waited_seconds", 0.0) + max(current, 0.0)
+
+
 def attach(run: Any, approver: Approver) -> None:
     _approvers[run] = approver
 
@@ -289,6 +373,13 @@ def approver_of(run: Any) -> Approver | None:
             return approver
         run = run.parent
     return None
+
+
+def serve(run: Any) -> None:
+    """Ask the questions queued by ``run``'s sub-agents, if this is the thread that asks (`Approver.serve`)."""
+    approver = approver_of(run)
+    if approver is not None:
+        approver.serve()
 
 
 def review(run: Any, code: str, user_names: Iterable[str] = ()) -> str | None:

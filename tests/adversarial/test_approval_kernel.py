@@ -35,13 +35,14 @@ def kernel(tmp_path_factory):
     try:
         status, out, prompts = run_cell(client, SETUP, [])
         assert status == "ok", out
+        client.manager = manager  # run_cell's INTERRUPT answer presses the stop button
         yield client, cwd
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
 
 
-def run_cell(client, code, answers, allow_stdin=True, timeout=120):
+def run_cell(client, code, answers, allow_stdin=True, timeout=120, delay=0.0):
     """Run ``code``; answer each input request with the next answer. Returns (status, stdout, prompts)."""
     msg_id = client.execute(code, allow_stdin=allow_stdin)
     answers, prompts, out = list(answers), [], []
@@ -54,7 +55,12 @@ def run_cell(client, code, answers, allow_stdin=True, timeout=120):
             if msg["msg_type"] == "input_request":
                 prompts.append(msg["content"]["prompt"])
                 assert answers, f"asked more often than scripted: {''.join(out)[-2000:]}"
-                client.input(answers.pop(0))
+                time.sleep(delay)  # the user thinks
+                answer = answers.pop(0)
+                if answer is INTERRUPT:
+                    client.manager.interrupt_kernel()
+                else:
+                    client.input(answer)
         except queue.Empty:
             pass
         try:
@@ -100,6 +106,7 @@ def agent_cell(client, path, answers, flags="--approve risky", more="", allow_st
 
 
 RUN = "_deepagent_run"
+INTERRUPT = object()
 
 
 def test_y_runs_the_block(kernel):
@@ -182,3 +189,39 @@ def test_a_subagents_block_asks_the_same_user_labelled_with_the_subagent(kernel)
     record = facts(client, f"json.load(open(os.path.join('ws', '.deepagent', 'runs', {RUN}.id + '.json')))"
                            "['steps'][0]['children'][0]['approvals']")
     assert record[0]["decision"] == "refused" and record[0]["who"] == "user"
+
+
+def test_a_slow_answer_counts_against_neither_the_block_nor_the_subagents_time_limit(kernel):
+    client, cwd = kernel
+    path = victim(cwd, "slow")
+    scripts = {
+        "ROOT": [("Delegate.", "print(delegate('CHILD: remove it'))"), ("Done.", "SUBMIT(result='done')")],
+        "CHILD": [("Remove.", f"import os\nos.remove({str(path)!r})\nprint('gone')"),
+                  ("Done.", "SUBMIT(result='child done')")],
+    }
+    assert run_cell(client, f"lm = ScriptedLM(scripts={scripts!r})\n%deepagent_config --pool-size 0", [])[0] == "ok"
+    status, out, prompts = run_cell(
+        client, "%%deepagent --lm lm --approve risky --approve-rules=-subagents --max-depth 1 --timeout 1.5 "
+                "--subagent-timeout 1.5\nROOT: have a child remove it", ["y"], delay=3.0)
+    assert status == "ok", out
+    assert not path.exists() and len(prompts) == 1
+    child = facts(client, f"[{RUN}.children[0].status, {RUN}.children[0].steps[0].output, {RUN}.children[0].result, "
+                          f"{RUN}.waited_seconds >= 3]")
+    assert child == ["finished", "gone", "child done", True]
+
+
+def test_the_stop_button_during_a_subagents_question_ends_the_cell_and_keeps_the_kernel(kernel):
+    client, cwd = kernel
+    path = victim(cwd, "interrupt")
+    scripts = {
+        "ROOT": [("Delegate.", "print(delegate('CHILD: remove it'))"), ("Done.", "SUBMIT(result='done')")],
+        "CHILD": [("Remove.", f"import os\nos.remove({str(path)!r})"), ("Done.", "SUBMIT(result='child done')")],
+    }
+    assert run_cell(client, f"lm = ScriptedLM(scripts={scripts!r})\n%deepagent_config --pool-size 0", [])[0] == "ok"
+    status, out, prompts = run_cell(
+        client, "%%deepagent --lm lm --approve risky --approve-rules=-subagents --max-depth 1\nROOT: go", [INTERRUPT],
+        timeout=60)
+    assert status == "error" and "KeyboardInterrupt" in out and len(prompts) == 1
+    assert path.exists()
+    assert facts(client, f"[{RUN}.status, {RUN}.children[0].status]") == ["interrupted", "interrupted"]
+    assert facts(client, "1 + 1") == 2
