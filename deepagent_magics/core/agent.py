@@ -73,6 +73,8 @@ class DeepAgent(dspy.Module):
             ``risky``, ``always``, or a callable ``(proposal) -> decision``; sub-agents ask the same user.
         approve_rules: the risk rules ``risky`` uses (``core/risk.py``): None for all, or rule names
             (``"-network"`` off, ``"none,subagents"`` only that one), or a dict {rule: bool}.
+        undo_limit: the biggest of the user's objects (bytes) a run copies before changing it in
+            place, so that ``%deepagent_undo`` can restore it (``interpreters/provenance.py``); 0: none.
     """
 
     ask: Any = approval.STDIN  # how approval asks: the kernel's stdin; None: no one to ask (%deepagent_eval)
@@ -103,6 +105,7 @@ class DeepAgent(dspy.Module):
         mcp_servers: Iterable[str] = (),
         approve: Any = "never",
         approve_rules: Any = None,
+        undo_limit: int = 10_000_000,
     ):
         super().__init__()
         self.lm = lm
@@ -122,6 +125,7 @@ class DeepAgent(dspy.Module):
         self.mcp_servers = list(mcp_servers)
         self.approve = approval.check_policy(approve)
         self.approve_rules = approval.parse_rules(approve_rules)
+        self.undo_limit = undo_limit  # bytes: the user's objects up to this size are copied so undo can restore them
         self.extra_tools = list(tools)
         self.extra_tools += extensions.server_tools(self.mcp_servers, taken={t.__name__ for t in self.builtin_tools()
                                                                             + self.extra_tools})

@@ -4,6 +4,7 @@
 - `inspect`: ``%deepagent_runs``, ``%deepagent_trace``, ``%deepagent_export``
 - `prompts`: ``%deepagent_prompt``; `tuning`: ``%deepagent_eval``, ``%deepagent_optimize``
 - `memory`: ``%deepagent_memory``; `checkpoint`: ``%deepagent_checkpoint``, ``%deepagent_resume``
+- `control`: ``--approve`` settings, ``%deepagent_why``, ``%deepagent_undo``
 - `followup`: which conversation a cell continues, the user's recent cells
 - `arguments`: interpolation and the checks that make a bad flag one line
 """
@@ -14,13 +15,14 @@ from typing import Any
 
 from .arguments import AgentFailed, interpolate
 from .checkpoint import CheckpointMagics
+from .control import ControlMagics
 from .inspect import InspectMagics
 from .memory import MemoryMagics
 from .prompts import PromptMagics
 from .run import DeepAgentMagics
 from .tuning import TuningMagics
 
-MAGICS = (DeepAgentMagics, InspectMagics, PromptMagics, TuningMagics, MemoryMagics, CheckpointMagics)
+MAGICS = (DeepAgentMagics, InspectMagics, PromptMagics, TuningMagics, MemoryMagics, CheckpointMagics, ControlMagics)
 
 
 def register(ipython: Any) -> None:

@@ -82,7 +82,8 @@ class DeepAgentMagics(Magics):
     # Approval (core/approval.py, control.py): when a code block needs the user's yes first.
     approve = Unicode("never", help="Approval policy: never, risky, always, or a notebook function (proposal) -> decision.").tag(config=True)
     approve_rules = Unicode("", help="Risk rules for --approve risky: '' for all, '-network,-subagents' to switch some off, 'none,subagents' for only those.").tag(config=True)
-    SETTINGS += ("approve", "approve_rules")
+    undo_limit = Float(10.0, help="Megabytes: the biggest of your objects a run copies before changing it in place, so %deepagent_undo can restore it (0: none).").tag(config=True)
+    SETTINGS += ("approve", "approve_rules", "undo_limit")
 
     def __init__(self, shell=None, **kwargs: Any):
         super().__init__(shell=shell, **kwargs)
@@ -194,6 +195,7 @@ class DeepAgentMagics(Magics):
                 mcp_servers=settings["mcp_servers"],
                 approve=control.resolve_policy(settings["approve"], namespace),
                 approve_rules=settings["approve_rules"] or None,
+                undo_limit=int(settings["undo_limit"] * 1_000_000),
             )
             agent = programs.apply(agent)  # the profile's tuned program, if one is active
             agent.compact_at = settings["compact_at"]
@@ -227,6 +229,7 @@ class DeepAgentMagics(Magics):
     @argument("--mcp", dest="mcp_servers", action="append", help="MCP server (command line or URL); repeat for more; 'off' for none")
     @argument("--approve", help="approval policy: never, risky, always, or a notebook function")
     @argument("--approve-rules", dest="approve_rules", help="risk rules for --approve risky ('' for all)")
+    @argument("--undo-limit", dest="undo_limit", type=float, help="MB: biggest object copied so undo can restore it")
     @argument("--reset", action="store_true", help="restore every default")
     @line_magic
     def deepagent_config(self, line: str) -> None:
