@@ -243,8 +243,8 @@ class Approver:
             raise StopRun(self.stopped)
 
     def _ask(self, proposal: Proposal) -> Decision:
-        if self.ask is None:
-            raise NoStdin()
+        if self.ask is None or getattr(getattr(self.ask, "__self__", None), "_allow_stdin", True) is False:
+            raise NoStdin()  # ipykernel knows the frontend sent no stdin with this cell: do not even ask
         self._show(_question(proposal))
         for _ in range(MAX_ANSWERS):
             try:
@@ -286,7 +286,8 @@ NO_STDIN = ("no one can answer here (no stdin: a notebook run by nbclient or pap
 
 
 def _refusal(proposal: Proposal, decision: Decision, who: str) -> str:
-    why = f" Reason given: {decision.reason}" if decision.reason and decision.reason != NO_STDIN else ""
+    reason = decision.reason.rstrip()
+    why = f" Reason given: {reason}{'' if reason[-1:] in '.!?' else '.'}" if reason else ""
     if decision.reason == NO_STDIN:
         return f"Not run: this block needs the user's approval ({_reasons(proposal)}), and {NO_STDIN}."
     by = "the user" if who == "user" else "the user's approval policy"

@@ -22,6 +22,7 @@ import builtins
 import linecache
 import time
 from contextlib import nullcontext
+from types import ModuleType
 from typing import Any, Callable
 
 from dspy.primitives.code_interpreter import CodeExecutionError, CodeInterpreterError, FinalOutput
@@ -205,7 +206,8 @@ class ShellInterpreter(StepInterpreter):
     def protected_names(self) -> set[str]:
         """The names the user had bound when the run started (not the tools the run bound)."""
         before = self._before if self._before is not None else self.namespace
-        return {name for name in before if not name.startswith("__") and name not in self._injected}
+        return {name for name, value in before.items()  # a module: `import os` again rebinds nothing of value
+                if not name.startswith("__") and name not in self._injected and not isinstance(value, ModuleType)}
 
     # ------------------------------------------------------------- binding
     def _bind_tools(self) -> None:

@@ -68,7 +68,7 @@ def summarize(run: Any) -> None:
         print(f"deepagent: the run was {run.error or 'stopped'}; its steps and variables are kept "
               "(_deepagent_run)")
     if refused:
-        print(f"deepagent: {len(refused)} block(s) were not run without your approval "
+        print(f"deepagent: {len(refused)} block(s) needed your approval and were not run "
               "(_deepagent_run.approvals says which and why)")
     line = summarize_changes(run)
     if line:
