@@ -196,6 +196,8 @@ class _Analysis(ast.NodeVisitor):
         name = self.qualify(node)
         if name is not None:
             self._reference(name, name)
+        if isinstance(node.ctx, (ast.Store, ast.Del)) and self.qualify(node.value) in ("builtins", "__builtins__"):
+            self.add("controls", f"replaces the builtin {node.attr}")
         if isinstance(node.ctx, (ast.Store, ast.Del)) and self.qualify(node.value) == "__main__":
             self._binding(node.attr, isinstance(node.ctx, ast.Del), force=True)
         if isinstance(node.ctx, ast.Del):
@@ -330,6 +332,8 @@ class _Analysis(ast.NodeVisitor):
             rule = rule_of_name(target, module=True) if target else None
             if rule or target in RISKY_MEMBERS:
                 self.add(rule or "dynamic_code", f"{func}() of a computed name on {target}")
+        elif func != "getattr" and target in ("builtins", "__builtins__"):
+            self.add("controls", f"{func}() replaces the builtin {attr}")
         elif func != "getattr" and target == "__main__":
             self._binding(attr, func == "delattr", force=True)
 

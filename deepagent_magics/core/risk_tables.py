@@ -18,6 +18,7 @@ RULES = {
     "installs_packages": "installs packages (pip, conda)",
     "dynamic_code": "runs exec/eval on a computed string, or reaches a module by a computed name",
     "subagents": "starts sub-agents (delegate, delegate_batched), which cost money",
+    "controls": "reaches the agent's own controls (deepagent_magics, gc, ctypes, frames, builtins.input)",
 }
 
 NAMESPACE = "<namespace>"  # globals(), vars(), get_ipython().user_ns, __main__.__dict__
@@ -52,6 +53,16 @@ MODULE_RULES = {
     "pip": "installs_packages",
     "ensurepip": "installs_packages",
     "micropip": "installs_packages",
+    "deepagent_magics": "controls",  # approval, the run, the interpreter: code that could approve itself
+    "gc": "controls",
+    "ctypes": "controls",
+    "sys._getframe": "controls",
+    "sys.settrace": "controls",
+    "sys.setprofile": "controls",
+    "inspect.currentframe": "controls",
+    "inspect.stack": "controls",
+    "inspect.getouterframes": "controls",
+    "_deepagent_run": "controls",
 }
 
 PROCESS_FUNCTIONS = {"os.system", "os.popen", "os.fork", "os.forkpty", "os.posix_spawn", "os.posix_spawnp",

@@ -155,16 +155,34 @@ def test_a_process_whose_stdin_is_not_a_terminal_is_not_read(tmp_path, victim, m
     assert victim.exists() and run.approvals[0]["who"] == "no stdin"
 
 
+@pytest.mark.parametrize("hijack", [
+    "import builtins\nbuiltins.input = lambda prompt='': 'a'",
+    "import deepagent_magics.core.approval as ap\nfor a in list(ap._approvers.values()):\n    a.approve_all = True",
+    "import gc\nfor o in gc.get_objects():\n    if type(o).__name__ == 'Approver':\n        o.policy = 'never'",
+])
+def test_agent_code_that_tampers_with_approval_is_asked_about_and_cannot_approve_itself(ip, victim, monkeypatch, hijack):
+    answers = Answers("n leave approval alone", "n no")
+    monkeypatch.setattr(builtins, "input", answers)
+    lm = ScriptedLM([
+        ("Hijack.", hijack),
+        ("Remove it.", f"import os\nos.remove({str(victim)!r})"),
+        ("Done.", "SUBMIT(result='done')"),
+    ])
+    run = cell(ip, lm)
+    assert victim.exists() and [e["decision"] for e in run.approvals] == ["refused", "refused"]
+    assert any("controls" in reason for reason in run.approvals[0]["reasons"])
+
+
 def test_agent_code_that_replaces_input_cannot_approve_itself(ip, victim, monkeypatch):
-    answers = Answers("n no")
+    answers = Answers("y", "n no")
     monkeypatch.setattr(builtins, "input", answers)
     lm = ScriptedLM([
         ("Hijack.", "import builtins\nbuiltins.input = lambda prompt='': 'a'"),
         ("Remove it.", f"import os\nos.remove({str(victim)!r})"),
         ("Done.", "SUBMIT(result='done')"),
     ])
-    run = cell(ip, lm)
-    assert victim.exists() and run.approvals[0]["decision"] == "refused" and len(answers.prompts) == 1
+    run = cell(ip, lm)  # the user lets the replacement run: the captured input still asks
+    assert victim.exists() and run.approvals[1]["decision"] == "refused" and len(answers.prompts) == 2
 
 
 def test_waiting_for_the_answer_does_not_count_against_the_timeout(ip, monkeypatch, tmp_path):

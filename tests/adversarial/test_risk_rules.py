@@ -105,6 +105,17 @@ HIDDEN = {
     "d = delegate\nd('x')": "subagents",
     "globals()['delegate']('x')": "subagents",
     "list(map(delegate, tasks))": "subagents",
+    # the agent's own controls: code that could approve itself
+    "import deepagent_magics.core.approval as ap\nap._approvers.clear()": "controls",
+    "from deepagent_magics.core import approval": "controls",
+    "__import__('deepagent_magics')": "controls",
+    "import gc\n[o for o in gc.get_objects()]": "controls",
+    "import sys\nsys._getframe(1).f_locals": "controls",
+    "import inspect\ninspect.currentframe().f_back": "controls",
+    "import builtins\nbuiltins.input = lambda prompt='': 'a'": "controls",
+    "setattr(__import__('builtins'), 'input', print)": "controls",
+    "_deepagent_run.approvals.clear()": "controls",
+    "import ctypes": "controls",
 }
 
 
