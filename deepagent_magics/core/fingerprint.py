@@ -175,3 +175,31 @@ def restore(obj: Any, saved: Any) -> bool:
     except Exception:
         return False
     return fingerprint(obj) == fingerprint(saved)
+
+
+class Ref:
+    """How a run remembers an object without keeping a big one alive: a weak reference where the type
+    allows it, the object itself when it is small (at most ``limit`` bytes), else only its identity."""
+
+    def __init__(self, obj: Any, limit: int):
+        import weakref
+
+        self._weak: Any = None
+        self._strong: Any = None
+        self._kept = False
+        self._id, self._type = id(obj), type(obj)
+        try:
+            self._weak = weakref.ref(obj)
+        except TypeError:
+            if isinstance(obj, _SCALARS) or size_of(obj, limit) <= limit:
+                self._strong, self._kept = obj, True
+
+    def get(self) -> Any:
+        """The object, or None when it is gone or was not kept."""
+        return self._weak() if self._weak is not None else self._strong
+
+    def matches(self, obj: Any) -> bool:
+        """``obj`` is the remembered object (by id and type when only those were kept: a big list)."""
+        if self._weak is not None or self._kept:
+            return self.get() is obj
+        return id(obj) == self._id and type(obj) is self._type

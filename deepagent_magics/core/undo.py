@@ -56,7 +56,8 @@ def undo(run: Any, namespace: dict[str, Any]) -> UndoReport:
         current = namespace.get(name, _MISSING)
         if current is _MISSING:
             continue
-        if current is change.get("_value"):
+        ref = change.get("_value")
+        if ref is not None and ref.matches(current):
             del namespace[name]
             report.removed.append(name)
         else:
@@ -67,7 +68,8 @@ def undo(run: Any, namespace: dict[str, Any]) -> UndoReport:
             report.already_restored.append(name)
         elif change["kind"] == "changed":
             saved = change.pop("_snapshot", _MISSING)
-            if saved is not _MISSING and fp.restore(change["_object"], saved):
+            target = change["_object"].get() if change.get("_object") is not None else None
+            if saved is not _MISSING and target is not None and fp.restore(target, saved):
                 report.restored.append(name)
                 change["undone"] = True
             else:

@@ -13,7 +13,7 @@ catches a change made through another route (a function defined earlier, an alia
 
 Each change is a dict: ``name``, ``kind`` (created, rebound, deleted, changed), ``step`` (None
 when only the last look saw it), ``type``, and for the undo its private ``_value`` / ``_object``
-/ ``_snapshot`` (not in the record).
+(`fingerprint.Ref`: a big object is not kept alive by the run) / ``_snapshot`` (not in the record).
 """
 
 from __future__ import annotations
@@ -85,6 +85,7 @@ class Tracker:
             self._add(name, "deleted", step)
         for name in sorted(self._mentioned & set(self.prints)):
             self._look(name, step)
+        self._step_refs = {}  # no reference to the namespace's values outlives the step
 
     def finish(self) -> None:
         """Before the user's bindings are restored: a last look at every fingerprinted object."""
@@ -98,6 +99,7 @@ class Tracker:
                 change["restored"] = True
             if change["kind"] == "created" and change["name"] in removed:
                 change["restored"] = True
+        self.before, self.prints, self.snapshots, self._step_refs = {}, {}, {}, {}  # the run is over
 
     # ------------------------------------------------------------ helpers
     def _look(self, name: str, step: int | None) -> None:
@@ -116,9 +118,9 @@ class Tracker:
         change: dict[str, Any] = {"name": name, "kind": kind, "step": step, "time": time.time(),
                                   "type": type(target).__name__ if target is not None else None}
         if value is not _MISSING:
-            change["_value"] = value
+            change["_value"] = fp.Ref(value, self.limit)
         if obj is not _MISSING:
-            change["_object"] = obj
+            change["_object"] = fp.Ref(obj, self.limit)
             change["restorable"] = snapshot is not _MISSING
             if snapshot is not _MISSING:
                 change["_snapshot"] = snapshot

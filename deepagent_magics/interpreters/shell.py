@@ -134,6 +134,7 @@ class ShellInterpreter(StepInterpreter):
             removed.add(name)
         if self._tracker is not None:
             self._tracker.restored(restored, removed)
+            self._tracker = None
         self._injected = {}
         if self.run is not None and self.reverted:
             self.run.reverted.update(self.reverted)

@@ -176,3 +176,20 @@ def test_the_record_lists_the_changes_without_the_objects(ip, data, tmp_path):
     assert {(c["name"], c["kind"], c["step"]) for c in record["changes"]} == {("made", "created", 1), ("rows", "changed", 1)}
     assert not any(key.startswith("_") for c in record["changes"] for key in c)
     assert "yyyy" not in json.dumps(record["changes"])
+
+
+def test_a_run_does_not_keep_a_big_object_alive_after_the_user_deletes_it(ip, data):
+    import gc
+    import weakref
+
+    agent(ip, ("Make.", "import numpy as np\nbig = np.zeros(3_000_000)\nhuge = list(range(2_000_000))"))
+    gone = weakref.ref(ip.user_ns["big"])
+    del ip.user_ns["big"], ip.user_ns["huge"]
+    ip.user_ns.pop("_", None)
+    gc.collect()
+    assert gone() is None
+    run = ip.user_ns["_deepagent_run"]
+    assert all(c["_value"].get() is None for c in run.changes if c["name"] in ("big", "huge"))
+    ip.user_ns["huge"] = "the user's own"
+    ip.run_line_magic("deepagent_undo", "")
+    assert ip.user_ns["huge"] == "the user's own"
