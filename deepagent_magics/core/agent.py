@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import dspy
 
-from . import extensions, threads
+from . import approval, extensions, threads
 from .compaction import DEFAULT_COMPACT_AT
 from .ending import end_early
 from .lm import lm_label, resolve_lm
@@ -24,6 +25,7 @@ from .namespace import summarize_namespace
 from .observer import HISTORY_SIZE, UsageSink, observe_steps
 from .profiles import instructions_hash, load_profile
 from .run import Listener, Run
+from .stopping import StopRun
 from .session import NamespaceBusy, Session, activate, claim, deactivate, release
 from .subagent_types import check_types
 from .spend import CapReached, SpendBudget, check_caps
@@ -75,7 +77,15 @@ class DeepAgent(dspy.Module):
             (``delegate(task, agent="NAME")``; `core.subagent_types`).
         max_cost, max_tokens, max_time: spend caps (USD, tokens, seconds) for the whole tree of a run,
             root and sub-agents together (`core.spend`); a bad value raises ``ValueError``.
+        approve: when a code block needs the user's approval first (``core/approval.py``): ``never``,
+            ``risky``, ``always``, or a callable ``(proposal) -> decision``; sub-agents ask the same user.
+        approve_rules: the risk rules ``risky`` uses (``core/risk.py``): None for all, or rule names
+            (``"-network"`` off, ``"none,subagents"`` only that one), or a dict {rule: bool}.
+        undo_limit: the biggest of the user's objects (bytes) a run copies before changing it in
+            place, so that ``%deepagent_undo`` can restore it (``interpreters/provenance.py``); 0: none.
     """
+
+    ask: Any = approval.STDIN  # how approval asks: the kernel's stdin; None: no one to ask (%deepagent_eval)
 
     record_runs = True  # write each root run to <workspace>/.deepagent/runs/<id>.json (records/)
     compact_at: float | int | None = DEFAULT_COMPACT_AT  # tokens, or a fraction of the context window (compaction.py)
@@ -106,6 +116,9 @@ class DeepAgent(dspy.Module):
         max_cost: float | None = None,
         max_tokens: int | None = None,
         max_time: float | None = None,
+        approve: Any = "never",
+        approve_rules: Any = None,
+        undo_limit: int = 10_000_000,
     ):
         super().__init__()
         self.subagents = check_types(subagents)
@@ -126,6 +139,9 @@ class DeepAgent(dspy.Module):
         self.max_parallel = max_parallel
         self.pool = pool
         self.mcp_servers = list(mcp_servers)
+        self.approve = approval.check_policy(approve)
+        self.approve_rules = approval.parse_rules(approve_rules)
+        self.undo_limit = undo_limit  # bytes: the user's objects up to this size are copied so undo can restore them
         self.extra_tools = list(tools)
         self.extra_tools += extensions.server_tools(self.mcp_servers, taken={t.__name__ for t in self.builtin_tools()
                                                                             + self.extra_tools})
@@ -190,6 +206,7 @@ class DeepAgent(dspy.Module):
             "max_cost": getattr(self, "max_cost", None),
             "max_tokens": getattr(self, "max_tokens", None),
             "max_time": getattr(self, "max_time", None),
+            "approve": approval.policy_label(getattr(self, "approve", "never")),
         }
 
     # ------------------------------------------------------------ running
@@ -261,6 +278,10 @@ class DeepAgent(dspy.Module):
         tool_names = {tool.__name__ for tool in self.builtin_tools() + self.extra_tools}
         summary = summarize_namespace(namespace, exclude=tool_names | {"SUBMIT"})
 
+        if run.parent is None and getattr(self, "approve", "never") != "never":
+            ask = approval.stdin_asker() if self.ask == approval.STDIN else self.ask
+            approval.attach(run, approval.Approver(self.approve, self.approve_rules, ask=ask, out=sys.stdout,
+                                                   workspace=str(root)))
         observe_steps(self.rlm)  # each step opens on the run active in the calling thread
         if run.parent is None:  # the tree's spend caps: one budget on the root run (core.spend)
             run.spend = SpendBudget(getattr(self, "max_cost", None), getattr(self, "max_tokens", None),
@@ -281,6 +302,9 @@ class DeepAgent(dspy.Module):
                     )
                 except (CapReached, StopRequested) as exc:  # a cap reached, the user's stop (core.ending)
                     return end_early(self.rlm, session, exc, OUTPUT_FIELD)
+        except StopRun as exc:  # the user's `q` (core/approval.py): everything done so far is kept
+            run.finish("stopped", error=str(exc))
+            return run
         except Exception as exc:
             run.exception = exc
             run.finish("failed", error=f"{type(exc).__name__}: {exc}")

@@ -144,6 +144,9 @@ class Run:
         self.started_at: float | None = None
         self.ended_at: float | None = None
         self.reverted: dict[str, Any] = {}
+        self.approvals: list[dict[str, Any]] = []  # each approval decision (core.approval): who, what, when
+        self.waited_seconds = 0.0  # time spent waiting for the user's answers (not counted by time limits)
+        self.changes: list[dict[str, Any]] = []  # names this run made or changed, by step (interpreters.provenance)
         # Children started before the first step (rare: a tool called during set-up).
         self._orphans: list[Run] = []
         self.prediction: Any = None  # DSPy's Prediction, when the loop finished
@@ -294,6 +297,9 @@ class Run:
             "todos": self.todos,
             "files_written": self.files_written,
             "usage": self.usage.to_dict(),
+            "approvals": scrub(list(self.approvals)),
+            "changes": scrub([{k: v for k, v in change.items() if not k.startswith("_")} for change in self.changes]),
+            "waited_seconds": round(self.waited_seconds, 3),
             "started_at": self.started_at,
             "ended_at": self.ended_at,
         }

@@ -22,6 +22,7 @@ import builtins
 import linecache
 import time
 from contextlib import nullcontext
+from types import ModuleType
 from typing import Any, Callable
 
 from dspy.primitives.code_interpreter import CodeExecutionError, CodeInterpreterError, FinalOutput
@@ -41,6 +42,7 @@ from .kernel_side import (
     split_trailing_expression,
 )
 from .guards import exit_error, guarded
+from .provenance import DEFAULT_UNDO_LIMIT, Tracker
 from .steps import StepInterpreter
 from .time_limit import ExecutionTimeout, TimeLimit
 
@@ -72,8 +74,11 @@ class ShellInterpreter(StepInterpreter):
         run: Run | None = None,
         wrap_tool: Callable[[str, Callable[..., Any]], Callable[..., Any]] | None = None,
         shell: Any = None,
+        undo_limit: int = DEFAULT_UNDO_LIMIT,
     ):
         self.namespace = namespace if namespace is not None else {}
+        self.undo_limit = undo_limit
+        self._tracker: Tracker | None = None  # what the run changes, step by step (provenance)
         self.tools: dict[str, Callable[..., Any]] = dict(tools or {})
         self.output_fields = output_fields
         self.timeout = timeout
@@ -97,6 +102,7 @@ class ShellInterpreter(StepInterpreter):
             raise CodeInterpreterError("this ShellInterpreter has been shut down")
         if self._before is None:
             self._before = dict(self.namespace)  # references only: no copies of the data
+            self._tracker = Tracker(self.run, self.namespace, self._before, self.undo_limit)
 
     @with_callbacks
     def shutdown(self) -> None:
@@ -106,10 +112,14 @@ class ShellInterpreter(StepInterpreter):
             return
         before, self._before = self._before, None
         namespace = self.namespace
+        if self._tracker is not None:
+            self._tracker.finish()
+        restored, removed = set(), set()
         for name, original in before.items():
             current = namespace.get(name, _MISSING)
             if current is original:
                 continue
+            restored.add(name)
             if name not in self._injected and name != "__builtins__" and current is not _MISSING:
                 self.reverted[name] = current
             namespace[name] = original
@@ -121,6 +131,10 @@ class ShellInterpreter(StepInterpreter):
             del namespace["dspy"]
         for name in [name for name in namespace if name not in before and _shadows_builtin(name)]:
             self.reverted[name] = namespace.pop(name)  # `print = ...` would break the user's print
+            removed.add(name)
+        if self._tracker is not None:
+            self._tracker.restored(restored, removed)
+            self._tracker = None
         self._injected = {}
         if self.run is not None and self.reverted:
             self.run.reverted.update(self.reverted)
@@ -147,6 +161,10 @@ class ShellInterpreter(StepInterpreter):
         tree = ast.parse(code, filename=filename, mode="exec")
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         body, tail = split_trailing_expression(tree)
+        tracker = None if is_facade else self._tracker
+        step = self.run.open_step.index if self.run is not None and self.run.open_step is not None else self._executions
+        if tracker is not None:
+            tracker.before_step(tree)
 
         limit, stream = self._time_limit(), None
         try:
@@ -173,6 +191,8 @@ class ShellInterpreter(StepInterpreter):
             raise CodeExecutionError(format_traceback(exc)) from None
         finally:
             limit.close()
+            if tracker is not None:
+                tracker.after_step(step, self._injected)
             if values_before is not None:
                 for name, value in self.namespace.items():
                     if values_before.get(name, _MISSING) is not value:
@@ -183,6 +203,12 @@ class ShellInterpreter(StepInterpreter):
             parts.append(echo(value))
         output = "\n".join(part.rstrip("\n") for part in parts if part)
         return output or None
+
+    def protected_names(self) -> set[str]:
+        """The names the user had bound when the run started (not the tools the run bound)."""
+        before = self._before if self._before is not None else self.namespace
+        return {name for name, value in before.items()  # a module: `import os` again rebinds nothing of value
+                if not name.startswith("__") and name not in self._injected and not isinstance(value, ModuleType)}
 
     # ------------------------------------------------------------- binding
     def _bind_tools(self) -> None:
@@ -249,7 +275,8 @@ class ShellInterpreterFactory:
     """Makes the `ShellInterpreter` for one run; RLM reads ``execution_instructions`` for the prompt."""
 
     def __init__(self, namespace: dict[str, Any] | None = None, session: Session | None = None,
-                 timeout: float | None = DEFAULT_TIMEOUT, shell: Any = None):
+                 timeout: float | None = DEFAULT_TIMEOUT, shell: Any = None, undo_limit: int = DEFAULT_UNDO_LIMIT):
+        self.undo_limit = undo_limit
         self.namespace = namespace
         self.session = session
         self.timeout = timeout
@@ -260,7 +287,7 @@ class ShellInterpreterFactory:
     def for_agent(cls, agent: Any, session: Session | None = None, namespace: dict[str, Any] | None = None,
                   shell: Any = None) -> "ShellInterpreterFactory":
         """The root agent's interpreter (registered with `core.extensions`)."""
-        return cls(namespace, session, agent.timeout, shell)
+        return cls(namespace, session, agent.timeout, shell, getattr(agent, "undo_limit", DEFAULT_UNDO_LIMIT))
 
     def __call__(self) -> ShellInterpreter:
         session = self.session
@@ -270,4 +297,5 @@ class ShellInterpreterFactory:
             run=session.run if session else None,
             wrap_tool=session.wrap_tool if session else None,
             shell=self.shell,
+            undo_limit=self.undo_limit,
         )

@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from dspy.primitives.code_interpreter import CodeInterpreterError, FinalOutput
+from dspy.primitives.facade import HOST_TOKEN_VAR
 
+from ..core import approval
 from ..core.run import Run
 
 OUTPUT_LIMIT = 20_000
@@ -35,7 +37,16 @@ class StepInterpreter:
     run: Run | None = None
 
     def execute(self, code: str, variables: dict[str, Any] | None = None) -> Any:
-        """Run ``code``; a step the run has open is closed with what it printed."""
+        """Run ``code``; a step the run has open is closed with what it printed.
+
+        Every block passes the run's approval first (`core.approval`; DSPy's own set-up code
+        excepted): a refused block is not run, and its refusal is the step's output. Its time
+        limit starts after that, so waiting for the user's answer never counts against it."""
+        if not (variables and HOST_TOKEN_VAR in variables):
+            refusal = approval.review(self.run, code, self.protected_names())  # StopRun on the user's `q`
+            if refusal is not None:
+                self._end_step(refusal)
+                return refusal
         try:
             result = self._execute(code, variables)
         except (CodeInterpreterError, SyntaxError) as exc:
@@ -53,6 +64,10 @@ class StepInterpreter:
 
     def _execute(self, code: str, variables: dict[str, Any] | None) -> Any:
         raise NotImplementedError
+
+    def protected_names(self) -> set[str]:
+        """The user's variables in this REPL (for approval's ``deletes_variable`` rule): none by default."""
+        return set()
 
     def _end_step(self, output: str) -> None:
         if self.run is not None and self.run.open_step is not None:

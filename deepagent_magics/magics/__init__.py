@@ -6,6 +6,7 @@
 - `memory`: ``%deepagent_memory``; `checkpoint`: ``%deepagent_checkpoint``, ``%deepagent_resume``
 - `agents`: ``%%deepagent_agent``, ``%deepagent_agents``, ``--tools`` (notebook functions as tools)
 - `skills`: ``%deepagent_skills``
+- `control`: ``--approve`` settings, ``%deepagent_why``, ``%deepagent_undo``
 - `followup`: which conversation a cell continues, the user's recent cells
 - `arguments`: interpolation and the checks that make a bad flag one line
 """
@@ -18,6 +19,7 @@ from .agents import AgentTypeMagics
 from .arguments import AgentFailed, interpolate
 from .bench import BenchMagics
 from .checkpoint import CheckpointMagics
+from .control import ControlMagics
 from .inspect import InspectMagics
 from .memory import MemoryMagics
 from .prompts import PromptMagics
@@ -26,7 +28,7 @@ from .skills import SkillMagics
 from .tuning import TuningMagics
 
 MAGICS = (DeepAgentMagics, InspectMagics, PromptMagics, TuningMagics, MemoryMagics, CheckpointMagics,
-          AgentTypeMagics, SkillMagics, BenchMagics)
+          AgentTypeMagics, SkillMagics, BenchMagics, ControlMagics)
 
 
 def register(ipython: Any) -> None:

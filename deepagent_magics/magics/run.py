@@ -26,7 +26,7 @@ from ..core.run import Run
 from ..core.session import NamespaceBusy
 from ..display import show_run
 from ..tuning import programs
-from . import agents, followup, gateway_settings, spend_caps
+from . import agents, control, followup, gateway_settings, spend_caps
 from .arguments import (
     check_out,
     check_mcp_servers,
@@ -88,6 +88,12 @@ class DeepAgentMagics(Magics):
     max_time = Float(None, allow_none=True, help="Most wall-clock seconds one run may take (waiting for approval not counted).").tag(config=True)
     SETTINGS += spend_caps.CAPS
 
+    # Approval (core/approval.py, control.py): when a code block needs the user's yes first.
+    approve = Unicode("never", help="Approval policy: never, risky, always, or a notebook function (proposal) -> decision.").tag(config=True)
+    approve_rules = Unicode("", help="Risk rules for --approve risky: '' for all, '-network,-subagents' to switch some off, 'none,subagents' for only those.").tag(config=True)
+    undo_limit = Float(10.0, help="Megabytes: the biggest of your objects a run copies before changing it in place, so %deepagent_undo can restore it (0: none).").tag(config=True)
+    SETTINGS += ("approve", "approve_rules", "undo_limit")
+
     def __init__(self, shell=None, **kwargs: Any):
         super().__init__(shell=shell, **kwargs)
         self.runs: list[Run] = []
@@ -125,6 +131,8 @@ class DeepAgentMagics(Magics):
     @argument("--max-cost", dest="max_cost", metavar="USD", help="most USD the run's whole tree may spend")
     @argument("--max-tokens", dest="max_tokens", metavar="N", help="most LM tokens the run's whole tree may spend")
     @argument("--max-time", dest="max_time", metavar="SECONDS", help="most seconds the run may take")
+    @argument("--approve", help="approval policy: never, risky, always, or a notebook function (proposal) -> decision")
+    @argument("--approve-rules", dest="approve_rules", help="risk rules for --approve risky: -name off, none,name only those")
     @cell_magic
     def deepagent(self, line: str, cell: str) -> None:
         """Hand the cell's text to a deep agent whose REPL is this notebook."""
@@ -167,7 +175,8 @@ class DeepAgentMagics(Magics):
         if run.reverted:
             names = ", ".join(sorted(run.reverted))
             print(f"deepagent: restored your variables {names}; the agent's values are in _deepagent_run.reverted")
-        if run.result is not None and not getattr(view, "shows_result", False):  # the dashboard shows it
+        control.summarize(run)
+        if run.result is not None and not getattr(view, "shows_result", False) and run.status != "stopped":
             display(Markdown(str(run.result)))
 
     def build_agent(self, args: Any) -> DeepAgent:
@@ -209,6 +218,9 @@ class DeepAgentMagics(Magics):
                 instructions=as_type.get("instructions"),  # --profile NAME of one of the user's types
                 subagents=agents.type_list(self, namespace),
                 **{name: settings[name] for name in spend_caps.CAPS},
+                approve=control.resolve_policy(settings["approve"], namespace),
+                approve_rules=settings["approve_rules"] or None,
+                undo_limit=int(settings["undo_limit"] * 1_000_000),
             )
             agent = programs.apply(agent)  # the profile's tuned program, if one is active
             agent.compact_at = settings["compact_at"]
@@ -246,6 +258,9 @@ class DeepAgentMagics(Magics):
     @argument("--max-cost", dest="max_cost", metavar="USD", help="spend cap in USD for each run's tree ('off': none)")
     @argument("--max-tokens", dest="max_tokens", metavar="N", help="token cap for each run's tree ('off': none)")
     @argument("--max-time", dest="max_time", metavar="SECONDS", help="time cap in seconds for each run ('off': none)")
+    @argument("--approve", help="approval policy: never, risky, always, or a notebook function")
+    @argument("--approve-rules", dest="approve_rules", help="risk rules for --approve risky ('' for all)")
+    @argument("--undo-limit", dest="undo_limit", type=float, help="MB: biggest object copied so undo can restore it")
     @argument("--reset", action="store_true", help="restore every default")
     @line_magic
     def deepagent_config(self, line: str) -> None:
@@ -280,6 +295,7 @@ class DeepAgentMagics(Magics):
         if "tools" in updates:
             updates["tools"] = list(agents.tool_names(updates["tools"]))
             agents.notebook_tools(updates["tools"], self.shell.user_ns)  # each one checked now
+        control.check_approval(updates, self.shell.user_ns)
         if args.reset:  # only once every new value is known to be good: a mistake changes nothing
             for name in self.SETTINGS:
                 setattr(self, name, self.traits()[name].default())

@@ -64,6 +64,7 @@ class IsolatedAgent(dspy.Module):
     def __init__(self, agent: "DeepAgent"):
         super().__init__()
         self.agent = agent
+        agent.ask = None  # no one answers approval questions in an evaluation: such a block is refused
 
     def run(self, task: str, context: str = "", example: Any = None) -> Run:
         with tempfile.TemporaryDirectory(prefix="deepagent-eval-") as workspace:

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...core.approval import waited
 from ...core.run import Run
 from ...interpreters.kernel import KernelInterpreter
 from .tree import Outcome, Spec
@@ -109,7 +110,7 @@ class Child:
         """Past its deadline: kill the kernel and cancel its tool now; stop waiting a moment later."""
         if self.timeout is None or self.started_at is None:
             return
-        over = now - (self.started_at + self.timeout)
+        over = now - (self.started_at + self.timeout + waited(self.run, now))  # waiting for the user does not count
         if over < 0:
             return
         message = f"the sub-agent ran past its time limit of {self.timeout:g} s and was stopped"

@@ -18,6 +18,7 @@ import time
 from collections import deque
 from typing import Any, Iterator
 
+from ...core import approval
 from ...core.run import Run
 from ...core.session import Session
 from .child import FINISHED, STOP_GRACE, Child
@@ -85,6 +86,7 @@ def _supervise(run: Run, tree: Tree, me: Child | None, children: list[Child], ma
                 running.append(child)
             wake.wait(POLL_SECONDS)  # a KeyboardInterrupt lands here, on the main thread
             wake.clear()
+            approval.serve(run)  # a sub-agent's approval question is asked on the run's own thread
             now = time.monotonic()
             cancelled = (me is not None and me.stopped) or tree.root_run.status in FINISHED
             for child in list(running):

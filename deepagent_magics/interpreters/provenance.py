@@ -1,0 +1,141 @@
+"""Provenance: which names a run made or rebound in the live namespace, and which of the user's
+objects it changed in place, step by step (``run.changes``), so that ``%deepagent_why`` can say
+who made a name and ``%deepagent_undo`` can take a run back.
+
+The `ShellInterpreter` calls a `Tracker` around each step. Names: the namespace's references
+before and after the step (no copies) say what the step created, rebound or deleted. Objects:
+the user's lists, dicts, sets, arrays, DataFrames and Series that a step's code names (as a
+name, or as a string such as ``globals()['df']``; every one of them when the code reaches the
+namespace itself) are fingerprinted before and after it (`core.fingerprint`: a digest, never
+a deep copy of large data) and, when no bigger than the run's ``undo_limit``, copied once so
+that undo can restore them. At the end of the run a last look at every fingerprinted object
+catches a change made through another route (a function defined earlier, an alias).
+
+Each change is a dict: ``name``, ``kind`` (created, rebound, deleted, changed), ``step`` (None
+when only the last look saw it), ``type``, and for the undo its private ``_value`` / ``_object``
+(`fingerprint.Ref`: a big object is not kept alive by the run) / ``_snapshot`` (not in the record).
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import time
+from typing import Any
+
+from ..core import fingerprint as fp
+from ..core.run import Run
+
+log = logging.getLogger(__name__)
+_MISSING = object()
+DEFAULT_UNDO_LIMIT = 10_000_000  # bytes: the biggest object copied so that undo can restore it
+NAMESPACE_CALLS = {"globals", "vars", "locals"}
+
+
+class Tracker:
+    """What one run does to the namespace, recorded on ``run.changes`` as it happens."""
+
+    def __init__(self, run: Run | None, namespace: dict[str, Any], before: dict[str, Any],
+                 limit: int = DEFAULT_UNDO_LIMIT):
+        self.run = run
+        self.namespace = namespace
+        self.before = before  # the user's bindings when the run started (references only)
+        self.limit = limit
+        self.prints: dict[str, str] = {}  # user name -> last fingerprint of its original object
+        self.snapshots: dict[str, Any] = {}
+        self._step_refs: dict[str, Any] = {}
+        self._mentioned: set[str] = set()
+        self.changes: list[dict[str, Any]] = run.changes if run is not None else []
+
+    # ------------------------------------------------------------ around a step
+    def before_step(self, tree: ast.AST) -> None:
+        try:
+            self._before_step(tree)
+        except Exception:  # provenance never breaks a step
+            log.exception("provenance: before the step")
+
+    def after_step(self, step: int | None, injected: dict[str, Any]) -> None:
+        try:
+            self._after_step(step, injected)
+        except Exception:
+            log.exception("provenance: after the step")
+
+    def _before_step(self, tree: ast.AST) -> None:
+        self._step_refs = dict(self.namespace)
+        self._mentioned = self._mentions(tree)
+        for name in sorted(self._mentioned):
+            if name in self.prints:
+                continue
+            obj = self.before.get(name, _MISSING)
+            if obj is _MISSING or fp.kind(obj) is None:
+                continue
+            self.prints[name] = fp.fingerprint(obj) or ""
+            saved = fp.snapshot(obj, self.limit)
+            if saved is not None:
+                self.snapshots[name] = saved
+
+    def _after_step(self, step: int | None, injected: dict[str, Any]) -> None:
+        namespace, refs = self.namespace, self._step_refs
+        for name, value in list(namespace.items()):
+            if refs.get(name, _MISSING) is value or name in injected or name == "__builtins__":
+                continue
+            kind = "rebound" if name in self.before else "created"
+            self._add(name, kind, step, value=value)
+        for name in [name for name in refs if name not in namespace and name not in injected]:
+            self._add(name, "deleted", step)
+        for name in sorted(self._mentioned & set(self.prints)):
+            self._look(name, step)
+        self._step_refs = {}  # no reference to the namespace's values outlives the step
+
+    def finish(self) -> None:
+        """Before the user's bindings are restored: a last look at every fingerprinted object."""
+        for name in list(self.prints):
+            self._look(name, None)
+
+    def restored(self, names: set[str], removed: set[str]) -> None:
+        """After the interpreter restored the user's ``names`` and took away ``removed`` (builtin shadows)."""
+        for change in self.changes:
+            if change["kind"] in ("rebound", "deleted") and change["name"] in names:
+                change["restored"] = True
+            if change["kind"] == "created" and change["name"] in removed:
+                change["restored"] = True
+        self.before, self.prints, self.snapshots, self._step_refs = {}, {}, {}, {}  # the run is over
+
+    # ------------------------------------------------------------ helpers
+    def _look(self, name: str, step: int | None) -> None:
+        obj = self.before[name]
+        now = fp.fingerprint(obj) or ""
+        if now == self.prints[name]:
+            return
+        self.prints[name] = now
+        if any(c["name"] == name and c["kind"] == "changed" for c in self.changes):
+            return  # one entry per object: the first step that changed it
+        self._add(name, "changed", step, obj=obj, snapshot=self.snapshots.get(name, _MISSING))
+
+    def _add(self, name: str, kind: str, step: int | None, *, value: Any = _MISSING, obj: Any = _MISSING,
+             snapshot: Any = _MISSING) -> None:
+        target = value if value is not _MISSING else obj if obj is not _MISSING else None
+        change: dict[str, Any] = {"name": name, "kind": kind, "step": step, "time": time.time(),
+                                  "type": type(target).__name__ if target is not None else None}
+        if value is not _MISSING:
+            change["_value"] = fp.Ref(value, self.limit)
+        if obj is not _MISSING:
+            change["_object"] = fp.Ref(obj, self.limit)
+            change["restorable"] = snapshot is not _MISSING
+            if snapshot is not _MISSING:
+                change["_snapshot"] = snapshot
+        self.changes.append(change)
+
+    def _mentions(self, tree: ast.AST) -> set[str]:
+        """The user's names the code names: as a name or a string; all of them if it reaches the namespace."""
+        names: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+                if node.id in NAMESPACE_CALLS:
+                    return set(self.before)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+                names.add(node.value)
+            elif isinstance(node, ast.Attribute) and node.attr in ("user_ns", "__dict__"):
+                return set(self.before)
+        return names & set(self.before)

@@ -1,0 +1,168 @@
+"""The user in control: approval settings, the cell's summary of what a run changed, ``%deepagent_why``
+and ``%deepagent_undo`` (over ``run.changes``: ``interpreters/provenance.py``, ``core/undo.py``).
+
+``--approve`` takes a policy name or the name of a notebook function ``(proposal) -> decision``
+(`core.approval`); ``--approve-rules`` the risk rules (`core.risk`). A bad one is one line.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
+
+from ..core import undo
+from ..core.approval import POLICIES, check_policy
+from ..core.risk import UnknownRule, parse_rules
+from .arguments import one_line, parse_flags
+from .base import AgentMagicsBase
+
+
+MAX_UNDO_MB = 100_000.0
+
+
+def resolve_policy(value: Any, namespace: dict[str, Any]) -> Any:
+    """``value`` as a policy: a policy name, a callable, or a notebook variable holding a callable."""
+    if callable(value) or value in POLICIES:
+        return value
+    text = str(value).strip()
+    if text in POLICIES:
+        return text
+    if text.isidentifier() and text in namespace:
+        candidate = namespace[text]
+        if callable(candidate):
+            return candidate
+        raise UsageError(f"--approve {text}: the notebook variable {text!r} is a {type(candidate).__name__}, "
+                         "not a function (proposal) -> decision")
+    raise UsageError(f"unknown approval policy {text!r}; use never, risky, always, or the name of a notebook "
+                     "function (proposal) -> decision")
+
+
+def check_approval(updates: dict[str, Any], namespace: dict[str, Any]) -> None:
+    """Check ``--approve`` and ``--approve-rules`` before any setting sticks (a UsageError if bad)."""
+    if "approve" in updates:
+        check_policy(resolve_policy(updates["approve"], namespace))
+        updates["approve"] = str(updates["approve"]).strip()
+    if "approve_rules" in updates:
+        check_rules(updates["approve_rules"])
+    limit = updates.get("undo_limit")
+    if limit is not None and not (math.isfinite(limit) and 0 <= limit <= MAX_UNDO_MB):
+        raise UsageError(f"--undo-limit must be a number of megabytes from 0 to {MAX_UNDO_MB:g}, got {limit}")
+
+
+def check_rules(value: str | None) -> None:
+    try:
+        parse_rules(value or None)
+    except UnknownRule as exc:
+        raise UsageError(str(exc)) from None
+
+
+def summarize(run: Any) -> None:
+    """The cell's summary after a run: approvals refused or a stop, and what the run changed."""
+    refused = [entry for entry in run_tree_approvals(run) if entry["decision"] == "refused"]
+    if run.status == "stopped":
+        print(f"deepagent: the run was {run.error or 'stopped'}; its steps and variables are kept "
+              "(_deepagent_run)")
+    if refused:
+        print(f"deepagent: {len(refused)} block(s) needed your approval and were not run "
+              "(_deepagent_run.approvals says which and why)")
+    line = summarize_changes(run)
+    if line:
+        print(line)
+
+
+def run_tree_approvals(run: Any) -> list[dict[str, Any]]:
+    """Every approval decision of ``run`` and its sub-agents, oldest first."""
+    entries = [entry for each in run.walk() for entry in getattr(each, "approvals", [])]
+    return sorted(entries, key=lambda entry: entry["time"])
+
+
+def summarize_changes(run: Any) -> str | None:
+    """One line naming what the run left changed in the namespace (None: nothing)."""
+    created = _names(run, "created", lambda c: not c.get("restored"))
+    changed = _names(run, "changed")
+    if not created and not changed:
+        return None
+    parts = []
+    if created:
+        parts.append(f"created {_listed(created)}")
+    if changed:
+        parts.append(f"changed in place {_listed(changed)}")
+    return (f"deepagent: this run {'; '.join(parts)} (%deepagent_why NAME says how; "
+            f"%deepagent_undo takes the run back)")
+
+
+def _names(run: Any, kind: str, keep: Any = lambda change: True) -> list[str]:
+    names: list[str] = []
+    for change in run.changes:
+        if change["kind"] == kind and keep(change) and change["name"] not in names:
+            names.append(change["name"])
+    return names
+
+
+def _listed(names: list[str], most: int = 8) -> str:
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+@magics_class
+class ControlMagics(AgentMagicsBase):
+    """``%deepagent_why NAME`` and ``%deepagent_undo [RUN]`` over the runs of this kernel session."""
+
+    @magic_arguments()
+    @argument("name", help="a notebook variable")
+    @line_magic
+    def deepagent_why(self, line: str) -> None:
+        """Say which run and step made or changed NAME, with the step's code."""
+        args = parse_flags(self.deepagent_why, line)
+        name = args.name
+        if not name.isidentifier():
+            raise UsageError(f"%deepagent_why {one_line(name, 80)!r}: give the name of a notebook variable")
+        found = undo.why(self._core().runs, name)
+        if found is None:
+            raise UsageError(f"no agent run in this kernel session made or changed {name!r}")
+        run, change = found
+        verb = {"created": "created", "rebound": "rebound", "deleted": "deleted", "changed": "changed in place"}
+        where = f"step {change['step']}" if change["step"] is not None else "a step that did not name it"
+        head = one_line(run.task, 80)
+        print(f"{name} was {verb[change['kind']]} by run {run.id} ({head!r}), {where}.")
+        if change.get("restored"):
+            print("  (your own value was put back when the run ended)" if change["kind"] != "created"
+                  else "  (it shadowed a builtin, so it was taken away when the run ended)")
+        if getattr(run, "undone_at", None) is not None:
+            print("  (that run has been undone since)")
+        if change["step"] is not None and 0 < change["step"] <= len(run.steps):
+            step = run.steps[change["step"] - 1]
+            if step.reasoning:
+                print(f"Reasoning: {one_line(step.reasoning, 200)}")
+            print("Code:\n" + textwrap.indent(step.code, "    "))
+
+    @magic_arguments()
+    @argument("run", nargs="?", help="the run's id (default: the last run of this session)")
+    @line_magic
+    def deepagent_undo(self, line: str) -> None:
+        """Take a run back: remove the names it created, restore what it changed in place where a snapshot exists."""
+        args = parse_flags(self.deepagent_undo, line)
+        runs = self._core().runs
+        if not runs:
+            raise UsageError("no agent run in this kernel session to undo")
+        if args.run is None:
+            run = runs[-1]
+        else:
+            matches = [run for run in runs if run.id == args.run] or [run for run in runs if run.id.startswith(args.run)]
+            if len(matches) != 1:
+                raise UsageError(f"no run {one_line(args.run, 80)!r} in this kernel session"
+                                 + (" (the id is ambiguous)" if matches else "; %deepagent_runs lists the runs"))
+            run = matches[0]
+        try:
+            report = undo.undo(run, self.shell.user_ns)
+        except undo.AlreadyUndone as exc:
+            raise UsageError(str(exc)) from None
+        lines = report.lines()
+        print(f"deepagent: undid run {run.id}" + (":" if lines else ": it changed nothing in the namespace"))
+        for text in lines:
+            print(text)
