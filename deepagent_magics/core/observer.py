@@ -32,6 +32,7 @@ from typing import Any
 import dspy
 
 from . import session as _session
+from .caching import acall_marked, cached_tokens, call_marked, step_lm  # prompt caching (caching.py)
 from .compaction import compact  # a long history is shown compacted (compaction.py)
 from .run import Run
 
@@ -47,10 +48,13 @@ class StepPredict(dspy.Predict):
     """
 
     def forward(self, **kwargs: Any) -> Any:
-        return _report(super().forward(**compact(_session.active(), kwargs)))
+        kwargs = compact(_session.active(), kwargs)
+        return _report(call_marked(step_lm(self, kwargs), kwargs, lambda each: super(StepPredict, self).forward(**each)))
 
     async def aforward(self, **kwargs: Any) -> Any:
-        return _report(await super().aforward(**compact(_session.active(), kwargs)))
+        kwargs = compact(_session.active(), kwargs)
+        return _report(await acall_marked(step_lm(self, kwargs), kwargs,
+                                          lambda each: super(StepPredict, self).aforward(**each)))
 
 
 def _report(prediction: Any) -> Any:
@@ -97,6 +101,7 @@ class _Sink:
             int(usage.get("prompt_tokens") or usage.get("input_tokens") or 0),
             int(usage.get("completion_tokens") or usage.get("output_tokens") or 0),
             entry.get("cost"),
+            cached_tokens(usage),
         )
         if isinstance(entry, dict):
             with self._lock:
