@@ -28,7 +28,7 @@ from typing import Any
 import dspy
 
 MARKED_PROVIDERS = ("anthropic",)  # model-id prefixes whose requests carry cache_control marks
-_refused: "weakref.WeakSet[Any]" = weakref.WeakSet()  # LMs that could not carry a mark
+_refused: weakref.WeakSet[Any] = weakref.WeakSet()  # LMs that could not carry a mark
 _lock = threading.Lock()
 
 
@@ -73,7 +73,7 @@ def _count(value: Any) -> int:
         count = int(value or 0)
     except (TypeError, ValueError):
         return 0
-    return count if count > 0 else 0
+    return max(0, count)
 
 
 def cached_tokens(usage: Any) -> int:

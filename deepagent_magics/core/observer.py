@@ -32,7 +32,12 @@ from typing import Any
 import dspy
 
 from . import session as _session
-from .caching import acall_marked, cached_tokens, call_marked, step_lm  # prompt caching (caching.py)
+from .caching import (  # prompt caching (caching.py)
+    acall_marked,
+    cached_tokens,
+    call_marked,
+    step_lm,
+)
 from .compaction import compact  # a long history is shown compacted (compaction.py)
 from .run import Run
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..core.compaction import COMPACTION
 from ..core.run import RUN_FINISHED, STEP_FINISHED, SUBAGENT_STARTED, Event, Run
-from .markup import step_mark
+from .markup import step_mark, tokens_text
 from .routing import Routed
 
 
@@ -60,7 +60,7 @@ def summary(run: Run) -> str:
     usage = run.tree_usage()
     children = _count_children(run)
     parts = [f"{len(run.steps)} steps" + (f" (+{children} sub-agents)" if children else ""),
-             f"{usage.lm_calls} LM calls", f"{usage.tokens:,} tokens", f"${usage.cost:.4f}", f"{run.elapsed:.1f}s"]
+             f"{usage.lm_calls} LM calls", tokens_text(usage), f"${usage.cost:.4f}", f"{run.elapsed:.1f}s"]
     if run.todos:
         done = sum(item.get("status") == "completed" for item in run.todos)
         parts.append(f"todos {done}/{len(run.todos)} completed")

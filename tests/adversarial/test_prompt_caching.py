@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from itertools import pairwise
 
 import dspy
 import pytest
@@ -24,7 +25,7 @@ from deepagent_magics.core.run import LM_USAGE, Run
 from deepagent_magics.testing import ScriptedLM
 from deepagent_magics.testing_provider import FakeProvider, Reply
 
-KEY = "-".join(["sk", "local"])
+KEY = "sk-local"
 
 STEPS = [
     {"reasoning": "Set things up.", "code": "x = [1, 2, 3]\nwrite_todos([{'content': 'sum', 'status': 'in_progress'}])\nprint(x)"},
@@ -140,7 +141,7 @@ def test_step_n_plus_ones_request_starts_with_step_ns_up_to_the_history(tmp_path
     assert run.status == "finished", run.error
     texts = [flat(request) for request in provider.requests]
     assert len(texts) == len(STEPS)
-    for index, (text, following) in enumerate(zip(texts, texts[1:]), start=1):
+    for index, (text, following) in enumerate(pairwise(texts), start=1):
         common = len(os.path.commonprefix([text, following]))
         # Step 1 has no history yet; from step 2 on, step N's whole history is step N+1's too.
         boundary = text.index("[[ ## repl_history ## ]]" if index == 1 else "[[ ## iteration ## ]]")
@@ -220,3 +221,15 @@ def test_a_provider_that_reports_nonsense_cached_tokens_does_not_break_the_run(t
         run = run_agent(provider_lm(provider), tmp_path)
     assert run.status == "finished", run.error
     assert run.usage.cached_input_tokens <= run.usage.input_tokens
+
+
+def test_the_displays_say_how_many_input_tokens_the_cache_served():
+    from deepagent_magics.display.markup import status_line
+    from deepagent_magics.display.text import summary
+
+    run = Run("t")
+    run.record_usage("m", 1000, 10, 0.01, cached_tokens=800)
+    assert "(800 cached)" in summary(run) and "(800 cached)" in status_line(run)
+    plain = Run("t")
+    plain.record_usage("m", 1000, 10, 0.01)
+    assert "cached" not in summary(plain)
