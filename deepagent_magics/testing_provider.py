@@ -47,6 +47,7 @@ class Reply:
         chunk: characters per streamed chunk when the request asks to stream.
         pause: seconds between streamed chunks.
         usage: the usage block (prompt, completion and cached tokens).
+        cut_after: when streaming, drop the connection after this many chunks (a stream cut off midway).
     """
 
     content: str = ""
@@ -62,6 +63,7 @@ class Reply:
     pause: float = 0.0
     usage: dict[str, Any] = field(default_factory=lambda: {"prompt_tokens": 100, "completion_tokens": 20,
                                                              "total_tokens": 120})
+    cut_after: int | None = None
 
     @classmethod
     def fields(cls, **fields: Any) -> "Reply":
@@ -138,9 +140,7 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
             if reply.delay:
                 time.sleep(reply.delay)
             if reply.reset:
-                # RST instead of FIN: the client sees "connection reset by peer".
-                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                self.close_connection = True
+                self._reset()
                 return
             anthropic = self.path.rstrip("/").endswith("/messages")  # Anthropic's Messages API
             if reply.status != 200:
@@ -155,6 +155,11 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 self._stream(body, reply)
             else:
                 self._send_json(200, _completion(body, reply), reply.headers)
+
+        def _reset(self) -> None:
+            # RST instead of FIN: the client sees "connection reset by peer".
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
 
         def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str]) -> None:
             data = json.dumps(payload).encode()
@@ -178,6 +183,9 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
             text, size = reply.content, max(1, reply.chunk)
             pieces = [text[i:i + size] for i in range(0, len(text), size)] or [""]
             for index, piece in enumerate(pieces):
+                if reply.cut_after is not None and index >= reply.cut_after:
+                    self._reset()
+                    return
                 delta = {"role": "assistant", "content": piece} if index == 0 else {"content": piece}
                 self._event(_chunk(body, delta, None))
                 if reply.pause:
@@ -269,5 +277,5 @@ def _anthropic_events(body: dict[str, Any], reply: Reply) -> Iterable[tuple[str,
                                       "delta": {"type": "text_delta", "text": text[at:at + size]}}, True
     yield "content_block_stop", {"type": "content_block_stop", "index": 0}, False
     yield "message_delta", {"type": "message_delta", "delta": {"stop_reason": _stop_reason(reply), "stop_sequence": None},
-                            "usage": {"output_tokens": usage.get("output_tokens", 0)}}, False
+                            "usage": usage}, False  # cumulative, as Anthropic's stream ends
     yield "message_stop", {"type": "message_stop"}, False

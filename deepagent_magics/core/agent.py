@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable
 
 import dspy
 
-from . import extensions, threads
+from . import extensions, streaming, threads
 from .compaction import DEFAULT_COMPACT_AT
 from .lm import lm_label, resolve_lm
 from .namespace import summarize_namespace
@@ -71,6 +71,7 @@ class DeepAgent(dspy.Module):
 
     record_runs = True  # write each root run to <workspace>/.deepagent/runs/<id>.json (records/)
     compact_at: float | int | None = DEFAULT_COMPACT_AT  # tokens, or a fraction of the context window (compaction.py)
+    stream = True  # show each step's reasoning and code while the model writes them (streaming.py)
 
     def __init__(
         self,
@@ -242,6 +243,8 @@ class DeepAgent(dspy.Module):
         summary = summarize_namespace(namespace, exclude=tool_names | {"SUBMIT"})
 
         observe_steps(self.rlm)  # each step opens on the run active in the calling thread
+        if not self.stream:
+            streaming.opt_out(run)  # and its sub-agents
         run.start()
         token = activate(session)
         try:

@@ -32,6 +32,7 @@ from typing import Any
 import dspy
 
 from . import session as _session
+from . import streaming
 from .caching import (  # prompt caching (caching.py)
     acall_marked,
     cached_tokens,
@@ -54,7 +55,12 @@ class StepPredict(dspy.Predict):
 
     def forward(self, **kwargs: Any) -> Any:
         kwargs = compact(_session.active(), kwargs)
-        return _report(call_marked(step_lm(self, kwargs), kwargs, lambda each: super(StepPredict, self).forward(**each)))
+        lm = step_lm(self, kwargs)
+
+        def call(each: dict[str, Any]) -> Any:  # streamed into the run's events when it can be (streaming.py)
+            return streaming.call(self, lm, each, lambda: super(StepPredict, self).forward(**each))
+
+        return _report(call_marked(lm, kwargs, call))
 
     async def aforward(self, **kwargs: Any) -> Any:
         kwargs = compact(_session.active(), kwargs)

@@ -102,11 +102,13 @@ def tokens_text(usage: Any) -> str:
     return f"{usage.tokens:,} tokens" + (f" ({cached:,} cached)" if cached else "")
 
 
-def status_line(run: Run) -> str:
+def status_line(run: Run, writing: float | None = None) -> str:
+    """Status, iteration, usage, time; ``writing``: seconds the model has been writing the next step."""
     usage = run.tree_usage()
     color = STATUS_COLORS.get(run.status, "#888")
     parts = [f'<b style="color:{color}">● {esc(run.status)}</b>',
-             f"iteration {len(run.steps)}/{run.max_iters or '?'}",
+             f"iteration {len(run.steps)}/{run.max_iters or '?'}"
+             + (f' · <span class="dag-writing-status">writing… {writing:.0f}s</span>' if writing is not None else ""),
              f"{usage.lm_calls} LM calls", tokens_text(usage), f"${usage.cost:.4f}",
              f"{run.elapsed:.1f} s"]
     if run.error and run.status != "finished":

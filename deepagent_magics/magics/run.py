@@ -79,6 +79,9 @@ class DeepAgentMagics(Magics):
     mcp_servers = List(Unicode(), help="MCP servers whose tools agents get: command lines (stdio) or http(s) URLs.").tag(config=True)
     SETTINGS += ("mcp_servers",)
 
+    stream = Bool(True, help="Show each step's reasoning and code while the model writes them (docs/streaming.md).").tag(config=True)
+    SETTINGS += ("stream",)
+
     def __init__(self, shell=None, **kwargs: Any):
         super().__init__(shell=shell, **kwargs)
         self.runs: list[Run] = []
@@ -111,6 +114,7 @@ class DeepAgentMagics(Magics):
     @argument("--cells", type=int, help="how many of your recent cells the agent sees (0: none)")
     @argument("--compact-at", dest="compact_at", type=followup.compact_at, help="tokens, or a fraction of the context window; off: never")
     @argument("--run-id", dest="run_id", help="id for this run (the run API chooses it before the run starts)")
+    @argument("--no-stream", dest="stream", action="store_const", const=False, help="do not show steps while they are written")
     @cell_magic
     def deepagent(self, line: str, cell: str) -> None:
         """Hand the cell's text to a deep agent whose REPL is this notebook."""
@@ -187,6 +191,7 @@ class DeepAgentMagics(Magics):
             )
             agent = programs.apply(agent)  # the profile's tuned program, if one is active
             agent.compact_at = settings["compact_at"]
+            agent.stream = settings["stream"]
             return agent
         except (NoLMError, UnknownProfile, ValueError, TypeError, OSError) as exc:
             raise UsageError(one_line(exc) or type(exc).__name__) from None
@@ -215,13 +220,14 @@ class DeepAgentMagics(Magics):
     @argument("--cells", type=int, help="how many recent cells the agent sees")
     @argument("--compact-at", dest="compact_at", type=followup.compact_at, help="tokens or a fraction of the window; off")
     @argument("--mcp", dest="mcp_servers", action="append", help="MCP server (command line or URL); repeat for more; 'off' for none")
+    @argument("--stream", choices=["on", "off"], help="show steps while the model writes them")
     @argument("--reset", action="store_true", help="restore every default")
     @line_magic
     def deepagent_config(self, line: str) -> None:
         """Show the deep agent defaults, or set them."""
         args = parse_flags(self.deepagent_config, line)
         updates = {name: getattr(args, name) for name in self.SETTINGS if getattr(args, name, None) is not None}
-        for name in ("quiet", "continue_default"):
+        for name in ("quiet", "continue_default", "stream"):
             if name in updates:
                 updates[name] = updates[name] == "on"
         if updates.get("cells", 0) < 0:
