@@ -48,6 +48,7 @@ class Reply:
         pause: seconds between streamed chunks.
         usage: the usage block (prompt, completion and cached tokens).
         cut_after: when streaming, drop the connection after this many chunks (a stream cut off midway).
+        ignore_stream: answer a request to stream with one plain JSON body (as some servers do).
     """
 
     content: str = ""
@@ -64,6 +65,7 @@ class Reply:
     usage: dict[str, Any] = field(default_factory=lambda: {"prompt_tokens": 100, "completion_tokens": 20,
                                                              "total_tokens": 120})
     cut_after: int | None = None
+    ignore_stream: bool = False
 
     @classmethod
     def fields(cls, **fields: Any) -> "Reply":
@@ -147,11 +149,11 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 error = {"message": reply.error, "type": reply.error_type, "code": reply.error_code}
                 payload = {"type": "error", "error": error} if anthropic else {"error": error}
                 self._send_json(reply.status, payload, reply.headers)
-            elif anthropic and body.get("stream"):
+            elif anthropic and body.get("stream") and not reply.ignore_stream:
                 self._stream_events(reply, _anthropic_events(body, reply))
             elif anthropic:
                 self._send_json(200, _anthropic_message(body, reply), reply.headers)
-            elif body.get("stream"):
+            elif body.get("stream") and not reply.ignore_stream:
                 self._stream(body, reply)
             else:
                 self._send_json(200, _completion(body, reply), reply.headers)

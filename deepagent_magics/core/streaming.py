@@ -16,9 +16,11 @@ same, and the event is transient (`TRANSIENT`: the event log and the record skip
 a run's record is the same with and without it. It falls back, silently, to the ordinary
 call when the LM is not DSPy's client (``ScriptedLM``, ``DummyLM``, a custom engine),
 when something else already streams (``dspy.streamify`` around the agent), when the
-run (or an ancestor) opted out (``DeepAgent(stream=False)``, ``--no-stream``), and when
-a stream breaks after it began (DSPy does not retry a call that already emitted): that
-call is made again, unstreamed, once.
+run (or an ancestor) opted out (``DeepAgent(stream=False)``, ``--no-stream``), when a
+stream breaks after it began (DSPy does not retry a call that already emitted: that call
+is made again, unstreamed, once), and when the server answers a request to stream with
+no stream at all (that call is made again unstreamed, and that LM is not asked to stream
+again).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ TRANSIENT = frozenset({STEP_STREAMING})  # events that change what is shown, not
 THROTTLE = 0.1  # seconds between two events of one streaming step
 _MARKER = re.compile(r"\[\[ ## (\w+) ## \]\]")
 _opted_out: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_no_stream: "weakref.WeakSet[Any]" = weakref.WeakSet()  # LMs whose server answered a stream request unstreamed
 _lock = threading.Lock()
 
 
@@ -63,9 +66,12 @@ def wanted(run: Any) -> bool:
 
 
 def can_stream(lm: Any) -> bool:
-    """Whether ``lm`` is DSPy's own client for a chat model (a custom engine may not stream)."""
-    return (isinstance(lm, dspy.LM) and getattr(lm, "_engine_spec", None) in ("auto", "lm15", "litellm")
-            and getattr(lm, "model_type", "chat") == "chat")
+    """Whether ``lm`` is DSPy's own client for a chat model (a custom engine may not stream) whose server streams."""
+    if not (isinstance(lm, dspy.LM) and getattr(lm, "_engine_spec", None) in ("auto", "lm15", "litellm")
+            and getattr(lm, "model_type", "chat") == "chat"):
+        return False
+    with _lock:
+        return lm not in _no_stream
 
 
 def fields(text: str) -> tuple[str, str]:
@@ -167,9 +173,27 @@ def call(predict: Any, lm: Any, kwargs: dict[str, Any], plain: Callable[[], Any]
     except StreamCancelled:
         raise
     except Exception as exc:
+        if not stream.chunks and _unreadable(exc):
+            refuses(lm)  # a server that answers a request to stream with something else: ask plainly from now on
+            return plain()
         if stream.chunks and _retryable(exc):
             return plain()  # a stream cut off midway: DSPy retries only what has not emitted
         raise
+
+
+def refuses(lm: Any) -> None:
+    """``lm``'s server does not stream: its steps are asked for whole from now on."""
+    with _lock:
+        try:
+            _no_stream.add(lm)
+        except TypeError:
+            pass
+
+
+def _unreadable(exc: BaseException) -> bool:
+    from dspy.utils.exceptions import LMStreamAssemblyError
+
+    return isinstance(exc, LMStreamAssemblyError)
 
 
 def _retryable(exc: BaseException) -> bool:

@@ -255,6 +255,14 @@ def test_a_stream_cut_off_midway_is_asked_again_unstreamed_and_the_run_goes_on(t
     assert len(run.steps) == 2 and run.steps[0].reasoning == REASONING
 
 
+@pytest.mark.parametrize("model", ["openai/fake-model", "anthropic/claude-sonnet-4-5"])
+def test_a_server_that_answers_a_stream_request_whole_is_asked_plainly_from_then_on(tmp_path, model):
+    whole = Reply(content=Reply.fields(**STEPS[0]).content, ignore_stream=True)
+    run, provider = run_streamed(tmp_path, [whole, Reply.fields(**STEPS[0]), Reply.fields(**STEPS[1])], model=model)
+    assert run.status == "finished" and run.result == "358", run.error
+    assert [bool(request["body"].get("stream")) for request in provider.requests] == [True, False, False]
+
+
 def test_a_broken_stream_that_fails_again_ends_the_run_failed_with_the_reason(tmp_path):
     script = [streamed(STEPS[0], cut_after=3), Reply.failure(500, "upstream is down", error_type="server_error")]
     run, provider = run_streamed(tmp_path, script)
@@ -349,3 +357,43 @@ def test_an_interrupt_under_a_running_loop_stops_the_helper_threads_stream(tmp_p
     finished = next(at for kind, at in seen if kind == RUN_FINISHED)
     assert not [kind for kind, at in seen if at > finished and kind == STEP_STREAMING]
     assert not any(thread.name == "deepagent-step-stream" for thread in threading.enumerate())
+
+
+# ---------------------------------------------------------------- a sub-agent, in a kernel of its own
+CHILD_REASONING = "Count the words of the file, one by one, and return the count."
+
+
+@pytest.mark.kernel
+def test_a_sub_agents_steps_stream_into_the_events_and_its_nested_dashboard_view(tmp_path):
+    from deepagent_magics.display import show_run
+    from deepagent_magics.interpreters.pool import KernelPool
+
+    (tmp_path / "a.txt").write_text("one two three")
+    script = [
+        streamed({"reasoning": "Delegate the counting.", "code": "n = delegate('Count the words of a.txt')\nprint(n)"}),
+        streamed({"reasoning": CHILD_REASONING, "code": "n = len(open('a.txt').read().split())\nprint(n)"}),
+        streamed({"reasoning": "Return it.", "code": "SUBMIT(result=str(n))"}),
+        streamed({"reasoning": "Report.", "code": "SUBMIT(result=str(n))"}),
+    ]
+    run = Run("Count the words")
+    dashboard = show_run(run, mode="widgets")
+
+    def look():
+        views = [view for view in dashboard.views.values() if view.nested]
+        panel = getattr(views[0], "writing", None) if views else None
+        return panel.widget.value if panel else ""
+
+    probe = Probe(look)
+    pool = KernelPool(size=1)
+    try:
+        with FakeProvider(script) as provider:
+            agent = DeepAgent(lm=provider_lm(provider), workspace=tmp_path, pool=pool, max_iters=6, timeout=60)
+            agent.run(run.task, {}, run=run, listeners=[probe])
+    finally:
+        pool.stop()
+    assert run.status == "finished" and run.result == "3", run.error
+    child = run.children[0]
+    assert child.status == "finished" and child.steps[0].reasoning == CHILD_REASONING
+    before = [data for data, steps in probe.streaming(child) if data["index"] == 1 and steps == 0]
+    assert any(0 < len(data["reasoning"]) < len(CHILD_REASONING) for data in before)
+    assert any(CHILD_REASONING[:10] in html and CHILD_REASONING not in html for _, _, html in probe.looks)
