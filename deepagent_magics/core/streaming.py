@@ -8,8 +8,8 @@ calling thread (or, under a running event loop such as a notebook's, a helper th
 while the caller waits). `StepStream` keeps the text so far, splits it into the
 ``reasoning`` and ``code`` fields (DSPy's ``[[ ## field ## ]]`` markers), scrubs it of
 secrets like every text a run emits, and emits `STEP_STREAMING` at most every
-`THROTTLE` seconds: ``index`` (the step being written), ``reasoning``, ``code`` and
-``elapsed`` (seconds since the call began).
+`THROTTLE` seconds, and every `TICK` seconds while nothing arrives: ``index`` (the step
+being written), ``reasoning``, ``code`` and ``elapsed`` (seconds since the call began).
 
 Streaming changes only what is shown while a step is written: the prediction is the
 same, and the event is transient (`TRANSIENT`: the event log and the record skip it), so
@@ -40,6 +40,7 @@ from .redaction import scrub
 STEP_STREAMING = "step_streaming"  # data: index, reasoning, code, elapsed (partial; shown, never recorded)
 TRANSIENT = frozenset({STEP_STREAMING})  # events that change what is shown, not what a run is
 THROTTLE = 0.1  # seconds between two events of one streaming step
+TICK = 1.0  # seconds between two events of a step while no text arrives (its "writing… Ns" goes on)
 _MARKER = re.compile(r"\[\[ ## (\w+) ## \]\]")
 _opted_out: "weakref.WeakSet[Any]" = weakref.WeakSet()
 _no_stream: "weakref.WeakSet[Any]" = weakref.WeakSet()  # LMs whose server answered a stream request unstreamed
@@ -149,6 +150,13 @@ class StepStream:
         self.run.emit(STEP_STREAMING, index=self.index, reasoning=scrub(reasoning), code=scrub(code),
                       elapsed=round(time.time() - self.started, 1))
 
+    async def tick(self, every: float = TICK) -> None:
+        """Emit again when nothing has come for ``every`` seconds (a model thinking before it writes)."""
+        while not self.cancelled:
+            await asyncio.sleep(every)
+            if time.monotonic() - self._last >= every:
+                self.emit()
+
     def cancel(self) -> None:
         self.cancelled = True
 
@@ -165,8 +173,12 @@ def call(predict: Any, lm: Any, kwargs: dict[str, Any], plain: Callable[[], Any]
     stream.emit()  # "writing…" from the moment the call goes out
 
     async def streamed() -> Any:
-        with dspy.context(send_stream=stream):
-            return await dspy.Predict.aforward(predict, **kwargs)
+        ticking = asyncio.ensure_future(stream.tick())  # "writing… Ns" counts on while no chunk comes
+        try:
+            with dspy.context(send_stream=stream):
+                return await dspy.Predict.aforward(predict, **kwargs)
+        finally:
+            ticking.cancel()
 
     try:
         return _run(streamed, stream)

@@ -118,6 +118,14 @@ def test_the_fields_so_far_are_cut_at_markers_even_half_written_ones(text, expec
     assert fields(text) == expected
 
 
+def test_while_the_model_thinks_before_its_first_chunk_the_writing_time_goes_on(tmp_path):
+    probe = Probe()
+    run, _ = run_streamed(tmp_path, [streamed(STEPS[0], delay=2.5), streamed(STEPS[1])], probe)
+    assert run.status == "finished", run.error
+    silent = [data["elapsed"] for data, _ in probe.streaming() if data["index"] == 1 and not data["reasoning"]]
+    assert len(silent) >= 3 and silent == sorted(silent) and silent[-1] >= 2.0  # 0s, 1s, 2s: not stuck at 0s
+
+
 def test_events_are_throttled_not_one_per_chunk(tmp_path):
     long_step = {"reasoning": "word " * 400, "code": "SUBMIT(result='ok')"}
     probe = Probe()
