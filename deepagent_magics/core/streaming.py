@@ -6,8 +6,8 @@ action predictor (`observer.StepPredict`) asks it to stream: the call goes throu
 ``dspy.streamify`` sets up), so every chunk the provider sends arrives here, in the
 calling thread (or, under a running event loop such as a notebook's, a helper thread
 while the caller waits). `StepStream` keeps the text so far, splits it into the
-``reasoning`` and ``code`` fields (DSPy's ``[[ ## field ## ]]`` markers), scrubs it of
-secrets like every text a run emits, and emits `STEP_STREAMING` at most every
+``reasoning`` and ``code`` fields (DSPy's ``[[ ## field ## ]]`` markers), keeps the newest
+`SHOWN_CHARS` of each, scrubs them of secrets like every text a run emits, and emits `STEP_STREAMING` at most every
 `THROTTLE` seconds, and every `TICK` seconds while nothing arrives: ``index`` (the step
 being written), ``reasoning``, ``code`` and ``elapsed`` (seconds since the call began).
 
@@ -40,6 +40,7 @@ from .redaction import scrub
 STEP_STREAMING = "step_streaming"  # data: index, reasoning, code, elapsed (partial; shown, never recorded)
 TRANSIENT = frozenset({STEP_STREAMING})  # events that change what is shown, not what a run is
 THROTTLE = 0.1  # seconds between two events of one streaming step
+SHOWN_CHARS = 4000  # of each field, the newest; the step's entry shows the whole once it is written
 TICK = 1.0  # seconds between two events of a step while no text arrives (its "writing… Ns" goes on)
 _MARKER = re.compile(r"\[\[ ## (\w+) ## \]\]")
 _opted_out: "weakref.WeakSet[Any]" = weakref.WeakSet()
@@ -107,6 +108,11 @@ def _unfinished(text: str) -> str:
     return text
 
 
+def _tail(text: str) -> str:
+    """The newest `SHOWN_CHARS` of ``text`` (a display patched ten times a second must not carry megabytes)."""
+    return text if len(text) <= SHOWN_CHARS else "…" + text[-(SHOWN_CHARS - 1):]
+
+
 def _content(chunk: Any) -> str:
     """The text a chunk adds (DSPy's chunks are shaped like OpenAI's: ``choices[0].delta.content``)."""
     try:
@@ -147,7 +153,7 @@ class StepStream:
             return  # a late chunk of a run that has ended shows nothing
         self._last = time.monotonic()
         reasoning, code = fields("".join(self.parts))
-        self.run.emit(STEP_STREAMING, index=self.index, reasoning=scrub(reasoning), code=scrub(code),
+        self.run.emit(STEP_STREAMING, index=self.index, reasoning=scrub(_tail(reasoning)), code=scrub(_tail(code)),
                       elapsed=round(time.time() - self.started, 1))
 
     async def tick(self, every: float = TICK) -> None:

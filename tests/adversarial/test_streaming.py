@@ -126,6 +126,19 @@ def test_while_the_model_thinks_before_its_first_chunk_the_writing_time_goes_on(
     assert len(silent) >= 3 and silent == sorted(silent) and silent[-1] >= 2.0  # 0s, 1s, 2s: not stuck at 0s
 
 
+def test_a_huge_step_shows_only_its_newest_part_while_written_and_whole_once_done(tmp_path):
+    from deepagent_magics.core.streaming import SHOWN_CHARS
+
+    huge = {"reasoning": "".join(f"line {i} of a very long plan\n" for i in range(20_000)), "code": "SUBMIT(result='ok')"}
+    probe = Probe()
+    run, _ = run_streamed(tmp_path, [streamed(huge, chunk=20_000, pause=0.05)], probe)
+    assert run.status == "finished", run.error
+    shown = [data["reasoning"] for data, _ in probe.streaming() if data["reasoning"]]
+    assert shown and all(len(text) <= SHOWN_CHARS for text in shown)
+    assert shown[-1].startswith("…") and "line 19999 of a very long plan" in shown[-1]
+    assert run.steps[0].reasoning == huge["reasoning"].strip()  # the step itself is whole
+
+
 def test_events_are_throttled_not_one_per_chunk(tmp_path):
     long_step = {"reasoning": "word " * 400, "code": "SUBMIT(result='ok')"}
     probe = Probe()
@@ -405,3 +418,32 @@ def test_a_sub_agents_steps_stream_into_the_events_and_its_nested_dashboard_view
     before = [data for data, steps in probe.streaming(child) if data["index"] == 1 and steps == 0]
     assert any(0 < len(data["reasoning"]) < len(CHILD_REASONING) for data in before)
     assert any(CHILD_REASONING[:10] in html and CHILD_REASONING not in html for _, _, html in probe.looks)
+
+
+@pytest.mark.kernel
+def test_parallel_sub_agents_stream_side_by_side_each_into_its_own_run(tmp_path):
+    from deepagent_magics.interpreters.pool import KernelPool
+
+    (tmp_path / "a.txt").write_text("one two")
+    (tmp_path / "b.txt").write_text("three four five")
+    child = {"reasoning": CHILD_REASONING, "code": "n = len(open(task.split()[-1]).read().split())\nSUBMIT(result=str(n))"}
+    script = [
+        streamed({"reasoning": "Fan out.",
+                  "code": "counts = delegate_batched(['Count the words of a.txt', 'Count the words of b.txt'])\nprint(counts)"}),
+        streamed(child, pause=0.03), streamed(child, pause=0.03),
+        streamed({"reasoning": "Report.", "code": "SUBMIT(result=str(counts))"}),
+    ]
+    probe = Probe()
+    pool = KernelPool(size=2)
+    try:
+        with FakeProvider(script) as provider:
+            agent = DeepAgent(lm=provider_lm(provider), workspace=tmp_path, pool=pool, max_iters=6, timeout=60)
+            run = agent.run("Count the words of both files", {}, listeners=[probe])
+    finally:
+        pool.stop()
+    assert run.status == "finished" and run.result == "['2', '3']", run.error
+    for each in run.children:
+        assert each.status == "finished"
+        before = [data for data, steps in probe.streaming(each) if steps == 0]
+        assert any(0 < len(data["reasoning"]) < len(CHILD_REASONING) for data in before), each.task
+        assert all(CHILD_REASONING.startswith(data["reasoning"]) for data in before)
