@@ -51,6 +51,8 @@ class StepPredict(dspy.Predict):
     ``generate_action`` once per iteration and runs the code it returns; a DSPy callback
     would do the same, but DSPy then inspects the arguments of every module, adapter and
     LM call (~0.1 ms a step). `tests/test_dspy_contract.py` fails loudly if RLM changes this.
+    Its LM call marks the prompt's stable head for the provider's cache (`caching`) and
+    streams the step into the run's events while it is written (`streaming`).
     """
 
     def forward(self, **kwargs: Any) -> Any:
