@@ -156,10 +156,15 @@ class StepStream:
         self.run.emit(STEP_STREAMING, index=self.index, reasoning=scrub(_tail(reasoning)), code=scrub(_tail(code)),
                       elapsed=round(time.time() - self.started, 1))
 
-    async def tick(self, every: float = TICK) -> None:
-        """Emit again when nothing has come for ``every`` seconds (a model thinking before it writes)."""
-        while not self.cancelled:
-            await asyncio.sleep(every)
+    async def tick(self, call: "asyncio.Task[Any] | None" = None, every: float = TICK) -> None:
+        """Emit again when nothing has come for ``every`` seconds (a model thinking before it writes);
+        once cancelled, cancel ``call`` too (an interrupt while the model is silent)."""
+        while True:
+            await asyncio.sleep(min(every, 0.2))
+            if self.cancelled:
+                if call is not None:
+                    call.cancel()
+                return
             if time.monotonic() - self._last >= every:
                 self.emit()
 
@@ -179,7 +184,7 @@ def call(predict: Any, lm: Any, kwargs: dict[str, Any], plain: Callable[[], Any]
     stream.emit()  # "writing…" from the moment the call goes out
 
     async def streamed() -> Any:
-        ticking = asyncio.ensure_future(stream.tick())  # "writing… Ns" counts on while no chunk comes
+        ticking = asyncio.ensure_future(stream.tick(asyncio.current_task()))  # "writing… Ns" goes on
         try:
             with dspy.context(send_stream=stream):
                 return await dspy.Predict.aforward(predict, **kwargs)
@@ -241,8 +246,9 @@ def _run(factory: Callable[[], Any], stream: StepStream) -> Any:
     helper = threading.Thread(target=work, name="deepagent-step-stream", daemon=True)
     helper.start()
     try:
-        helper.join()
-    except BaseException:  # an interrupt: stop the stream at its next chunk
+        while helper.is_alive():  # in slices: a signal handled by another thread still reaches this one
+            helper.join(0.1)
+    except BaseException:  # an interrupt: stop the stream (at its next chunk or tick)
         stream.cancel()
         raise
     if "error" in outcome:

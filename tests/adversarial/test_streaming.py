@@ -346,6 +346,41 @@ def test_an_interrupt_while_a_step_streams_ends_the_run_interrupted_and_nothing_
     assert STEP_STREAMING not in seen[seen.index(RUN_FINISHED):]
 
 
+def test_an_interrupt_while_the_model_is_silent_does_not_leave_the_call_running(tmp_path):
+    import _thread
+
+    silent = streamed(STEPS[0], delay=6)  # thinks for six seconds before its first byte
+    timer = None
+
+    def listener(event):
+        nonlocal timer
+        if event.kind == STEP_STREAMING and timer is None:
+            timer = threading.Timer(0.5, _thread.interrupt_main)
+            timer.start()
+
+    async def notebook_cell():
+        with FakeProvider([silent]) as provider:
+            agent = DeepAgent(lm=provider_lm(provider), workspace=tmp_path, max_iters=6, max_depth=0)
+            run = Run("Total the sales")
+            try:
+                agent.run(run.task, {}, run=run, listeners=[listener])
+            except KeyboardInterrupt:
+                pass
+            deadline = time.monotonic() + 3  # well before the six seconds are up
+            while time.monotonic() < deadline and any(t.name == "deepagent-step-stream" for t in threading.enumerate()):
+                time.sleep(0.05)
+            left = [t.name for t in threading.enumerate() if t.name == "deepagent-step-stream"]
+            return run, left
+
+    loop = asyncio.new_event_loop()
+    try:
+        run, left = loop.run_until_complete(notebook_cell())
+    finally:
+        loop.close()
+    assert run.status == "interrupted"
+    assert left == []
+
+
 def test_an_interrupt_under_a_running_loop_stops_the_helper_threads_stream(tmp_path):
     import _thread
 
@@ -376,6 +411,8 @@ def test_an_interrupt_under_a_running_loop_stops_the_helper_threads_stream(tmp_p
         loop.close()
     assert run.status == "interrupted"
     finished = next(at for kind, at in seen if kind == RUN_FINISHED)
+    interrupted = next(at for kind, at in seen if kind == "interrupt")
+    assert finished - interrupted < 1.5  # not after the rest of the ~3 s reply
     assert not [kind for kind, at in seen if at > finished and kind == STEP_STREAMING]
     assert not any(thread.name == "deepagent-step-stream" for thread in threading.enumerate())
 
