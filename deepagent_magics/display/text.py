@@ -1,7 +1,9 @@
 """The text display: one progress line per finished step (sub-agents indented), then a summary.
 
 While the model writes a step, one line is rewritten in place (``\r``) with what it has
-written so far (`streaming.text_line`); the finished step's line replaces it.
+written so far (`streaming.text_line`); the finished step's line replaces it. Only where a
+line can be rewritten (a terminal, a notebook): a log file (``deepagent run 2> log``, CI)
+gets the lasting lines only.
 
 For terminals and for headless runs; `show.show_run` picks it when widgets cannot render.
 """
@@ -41,6 +43,14 @@ class TextProgress:
             self._live = 0
         print(text, file=stream, flush=True)
 
+    def _rewrites(self) -> bool:
+        """Whether a line can be rewritten in place: a terminal or a notebook's output, not a log file."""
+        stream = self._out()
+        try:
+            return bool(stream.isatty()) or type(stream).__name__ == "OutStream"  # ipykernel's
+        except Exception:
+            return False
+
     def _write_live(self, text: str) -> None:
         """Rewrite the one updating line (a step being written) in place."""
         stream = self._out()
@@ -52,7 +62,8 @@ class TextProgress:
         run = event.run
         indent = "  " * (run.depth - self.run.depth)
         if event.kind == STEP_STREAMING:
-            self._write_live(text_line(run, event.data, indent))
+            if self._rewrites():
+                self._write_live(text_line(run, event.data, indent))
         elif event.kind == STEP_FINISHED:
             step = run.steps[event.data["index"] - 1]
             output = event.data.get("output") or ""

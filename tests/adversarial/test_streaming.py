@@ -157,6 +157,9 @@ class Recorder(io.StringIO):
         super().__init__()
         self.shell, self.writes = shell, []
 
+    def isatty(self):
+        return True  # a terminal: a line can be rewritten
+
     def write(self, text):
         run = self.shell.user_ns.get("_deepagent_run")
         self.writes.append((text, len(run.steps) if run is not None else -1))
@@ -182,6 +185,21 @@ def test_the_text_display_rewrites_one_line_with_the_partial_reasoning_before_th
     assert "step 1/6 ✓ Let me look at the sales table" in out or "step 1/" in out
     final = out.split("\r")[-1]
     assert "finished" in final  # the summary ends the display; the live line gave way to it
+
+
+def test_a_log_file_gets_the_lasting_lines_only_no_rewritten_ones(tmp_path):
+    from deepagent_magics.display.text import TextProgress
+
+    log = io.StringIO()  # not a terminal: `deepagent run 2> log`, CI
+    with FakeProvider([streamed(step) for step in STEPS]) as provider:
+        agent = DeepAgent(lm=provider_lm(provider), workspace=tmp_path, max_iters=6, max_depth=0)
+        run = Run("Total the sales")
+        TextProgress(run, stream=log)
+        probe = Probe()
+        agent.run(run.task, {}, run=run, listeners=[probe])
+    assert run.status == "finished" and probe.streaming()
+    assert "\r" not in log.getvalue() and "writing…" not in log.getvalue()
+    assert "step 1/6" in log.getvalue() and "finished" in log.getvalue()
 
 
 def test_the_dashboard_shows_the_partial_reasoning_and_writing_in_its_status_before_the_step(ip, tmp_path):
