@@ -7,9 +7,10 @@ action predictor (`observer.StepPredict`) asks it to stream: the call goes throu
 calling thread (or, under a running event loop such as a notebook's, a helper thread
 while the caller waits). `StepStream` keeps the text so far, splits it into the
 ``reasoning`` and ``code`` fields (DSPy's ``[[ ## field ## ]]`` markers), keeps the newest
-`SHOWN_CHARS` of each, scrubs them of secrets like every text a run emits, and emits `STEP_STREAMING` at most every
-`THROTTLE` seconds, and every `TICK` seconds while nothing arrives: ``index`` (the step
-being written), ``reasoning``, ``code`` and ``elapsed`` (seconds since the call began).
+`SHOWN_CHARS` of each, scrubs them of secrets like every text a run emits, and emits
+`STEP_STREAMING` at most every `THROTTLE` seconds, and every `TICK` seconds while nothing
+arrives: ``index`` (the step being written), ``reasoning``, ``code`` and ``elapsed``
+(seconds since the call began).
 
 Streaming changes only what is shown while a step is written: the prediction is the
 same, and the event is transient (`TRANSIENT`: the event log and the record skip it), so
@@ -200,6 +201,8 @@ def call(predict: Any, lm: Any, kwargs: dict[str, Any], plain: Callable[[], Any]
             refuses(lm)  # a server that answers a request to stream with something else: ask plainly from now on
             return plain()
         if stream.chunks and _retryable(exc):
+            stream.parts.clear()
+            stream.emit()  # what was shown of the broken answer goes; the step is asked again, whole
             return plain()  # a stream cut off midway: DSPy retries only what has not emitted
         raise
 
