@@ -21,7 +21,9 @@ run (or an ancestor) opted out (``DeepAgent(stream=False)``, ``--no-stream``), w
 stream breaks after it began (DSPy does not retry a call that already emitted: that call
 is made again, unstreamed, once), and when the server answers a request to stream with
 no stream at all (that call is made again unstreamed, and that LM is not asked to stream
-again).
+again). An answer that does not parse gets DSPy's own next try, the JSON adapter (which
+DSPy skips once a stream has shown text), so a model answering in JSON or prose is asked
+exactly as without streaming.
 """
 
 from __future__ import annotations
@@ -200,6 +202,10 @@ def call(predict: Any, lm: Any, kwargs: dict[str, Any], plain: Callable[[], Any]
         if not stream.chunks and _unreadable(exc):
             refuses(lm)  # a server that answers a request to stream with something else: ask plainly from now on
             return plain()
+        fallback = _json_fallback(exc)
+        if fallback is not None:  # DSPy's own next try, which it skips once a stream has shown text
+            with dspy.context(adapter=fallback):
+                return plain()
         if stream.chunks and _retryable(exc):
             stream.parts.clear()
             stream.emit()  # what was shown of the broken answer goes; the step is asked again, whole
@@ -214,6 +220,24 @@ def refuses(lm: Any) -> None:
             _no_stream.add(lm)
         except TypeError:
             pass
+
+
+def _json_fallback(exc: BaseException) -> Any:
+    """The JSON adapter ChatAdapter would have asked next when an answer does not parse, or None.
+
+    ChatAdapter falls back to JSONAdapter on a parse error only when nothing was streamed;
+    a streamed step asks it here, so a model answering in JSON (or in prose) gets the same
+    second request as without streaming.
+    """
+    from dspy.adapters.chat_adapter import ChatAdapter
+    from dspy.adapters.json_adapter import JSONAdapter
+    from dspy.utils.exceptions import AdapterParseError
+
+    adapter = dspy.settings.adapter or ChatAdapter()
+    if (not isinstance(exc, AdapterParseError) or not isinstance(adapter, ChatAdapter)
+            or isinstance(adapter, JSONAdapter) or not getattr(adapter, "use_json_adapter_fallback", True)):
+        return None
+    return adapter._make_json_adapter_fallback()
 
 
 def _unreadable(exc: BaseException) -> bool:
