@@ -47,6 +47,8 @@ class Reply:
         chunk: characters per streamed chunk when the request asks to stream.
         pause: seconds between streamed chunks.
         usage: the usage block (prompt, completion and cached tokens).
+        cut_after: when streaming, drop the connection after this many chunks (a stream cut off midway).
+        ignore_stream: answer a request to stream with one plain JSON body (as some servers do).
     """
 
     content: str = ""
@@ -62,6 +64,8 @@ class Reply:
     pause: float = 0.0
     usage: dict[str, Any] = field(default_factory=lambda: {"prompt_tokens": 100, "completion_tokens": 20,
                                                              "total_tokens": 120})
+    cut_after: int | None = None
+    ignore_stream: bool = False
 
     @classmethod
     def fields(cls, **fields: Any) -> "Reply":
@@ -138,17 +142,26 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
             if reply.delay:
                 time.sleep(reply.delay)
             if reply.reset:
-                # RST instead of FIN: the client sees "connection reset by peer".
-                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                self.close_connection = True
+                self._reset()
                 return
+            anthropic = self.path.rstrip("/").endswith("/messages")  # Anthropic's Messages API
             if reply.status != 200:
                 error = {"message": reply.error, "type": reply.error_type, "code": reply.error_code}
-                self._send_json(reply.status, {"error": error}, reply.headers)
-            elif body.get("stream"):
+                payload = {"type": "error", "error": error} if anthropic else {"error": error}
+                self._send_json(reply.status, payload, reply.headers)
+            elif anthropic and body.get("stream") and not reply.ignore_stream:
+                self._stream_events(reply, _anthropic_events(body, reply))
+            elif anthropic:
+                self._send_json(200, _anthropic_message(body, reply), reply.headers)
+            elif body.get("stream") and not reply.ignore_stream:
                 self._stream(body, reply)
             else:
                 self._send_json(200, _completion(body, reply), reply.headers)
+
+        def _reset(self) -> None:
+            # RST instead of FIN: the client sees "connection reset by peer".
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
 
         def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str]) -> None:
             data = json.dumps(payload).encode()
@@ -172,6 +185,9 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
             text, size = reply.content, max(1, reply.chunk)
             pieces = [text[i:i + size] for i in range(0, len(text), size)] or [""]
             for index, piece in enumerate(pieces):
+                if reply.cut_after is not None and index >= reply.cut_after:
+                    self._reset()
+                    return
                 delta = {"role": "assistant", "content": piece} if index == 0 else {"content": piece}
                 self._event(_chunk(body, delta, None))
                 if reply.pause:
@@ -182,6 +198,21 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
             self._event(last)
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
+
+        def _stream_events(self, reply: Reply, events: Iterable[tuple[str, dict[str, Any], bool]]) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.close_connection = True
+            for name, payload, pause in events:
+                self.wfile.write(f"event: {name}\ndata: ".encode() + json.dumps(payload).encode() + b"\n\n")
+                self.wfile.flush()
+                if pause and reply.pause:
+                    time.sleep(reply.pause)
 
         def _event(self, payload: dict[str, Any]) -> None:
             self.wfile.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
@@ -209,3 +240,44 @@ def _chunk(body: dict[str, Any], delta: dict[str, Any], finish_reason: str | Non
         "model": body.get("model", "fake"),
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
     }
+
+
+# ---------------------------------------------------------------- Anthropic's Messages API
+# A request to ``.../messages`` (``dspy.LM("anthropic/...", api_base=provider.url)``) is
+# answered in Anthropic's format; ``Reply.usage`` may give OpenAI's names (mapped) or
+# Anthropic's own (``cache_read_input_tokens``, ``cache_creation_input_tokens``).
+def anthropic_usage(usage: dict[str, Any]) -> dict[str, Any]:
+    if "input_tokens" in usage:
+        return dict(usage)
+    cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+    return {"input_tokens": int(usage.get("prompt_tokens") or 0) - cached,
+            "output_tokens": int(usage.get("completion_tokens") or 0),
+            "cache_read_input_tokens": cached, "cache_creation_input_tokens": 0}
+
+
+def _stop_reason(reply: Reply) -> str:
+    return {"length": "max_tokens", "stop": "end_turn"}.get(reply.finish_reason, reply.finish_reason)
+
+
+def _anthropic_message(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    return {"id": "msg_fake", "type": "message", "role": "assistant", "model": body.get("model", "fake"),
+            "content": [{"type": "text", "text": reply.content}], "stop_reason": _stop_reason(reply),
+            "stop_sequence": None, "usage": anthropic_usage(reply.usage)}
+
+
+def _anthropic_events(body: dict[str, Any], reply: Reply) -> Iterable[tuple[str, dict[str, Any], bool]]:
+    """Anthropic's stream: (event name, data, pause after it)."""
+    usage = anthropic_usage(reply.usage)
+    start = {"id": "msg_fake", "type": "message", "role": "assistant", "model": body.get("model", "fake"),
+             "content": [], "stop_reason": None, "stop_sequence": None, "usage": {**usage, "output_tokens": 0}}
+    yield "message_start", {"type": "message_start", "message": start}, False
+    yield "content_block_start", {"type": "content_block_start", "index": 0,
+                                  "content_block": {"type": "text", "text": ""}}, False
+    text, size = reply.content, max(1, reply.chunk)
+    for at in range(0, len(text), size):
+        yield "content_block_delta", {"type": "content_block_delta", "index": 0,
+                                      "delta": {"type": "text_delta", "text": text[at:at + size]}}, True
+    yield "content_block_stop", {"type": "content_block_stop", "index": 0}, False
+    yield "message_delta", {"type": "message_delta", "delta": {"stop_reason": _stop_reason(reply), "stop_sequence": None},
+                            "usage": usage}, False  # cumulative, as Anthropic's stream ends
+    yield "message_stop", {"type": "message_stop"}, False

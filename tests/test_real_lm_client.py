@@ -33,7 +33,7 @@ class StubOpenAI(BaseHTTPRequestHandler):
     def do_POST(self):  # noqa: N802 - http.server's naming
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).requests.append({"path": self.path, "body": body})
-        type(self).headers_seen.append(dict(self.headers))
+        type(self).headers_seen.append(self.headers)  # names are case-insensitive (a streamed call sends them lower-case)
         step = type(self).steps.pop(0)
         payload = {
             "id": "chatcmpl-stub",
@@ -44,9 +44,14 @@ class StubOpenAI(BaseHTTPRequestHandler):
                          "message": {"role": "assistant", "content": chat_adapter_text(step)}}],
             "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
         }
-        data = json.dumps(payload).encode()
+        if body.get("stream"):  # as every OpenAI-compatible server: the answer as server-sent events
+            choice = {"index": 0, "delta": payload["choices"][0]["message"], "finish_reason": "stop"}
+            events = [dict(payload, object="chat.completion.chunk", choices=[choice]), "[DONE]"]
+            data = "".join(f"data: {json.dumps(e) if isinstance(e, dict) else e}\n\n" for e in events).encode()
+        else:
+            data = json.dumps(payload).encode()
         self.send_response(200)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", "text/event-stream" if body.get("stream") else "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable
 
 import dspy
 
-from . import approval, extensions, threads
+from . import approval, extensions, streaming, threads
 from .compaction import DEFAULT_COMPACT_AT
 from .ending import end_early
 from .lm import lm_label, resolve_lm
@@ -90,6 +90,7 @@ class DeepAgent(dspy.Module):
     record_runs = True  # write each root run to <workspace>/.deepagent/runs/<id>.json (records/)
     compact_at: float | int | None = DEFAULT_COMPACT_AT  # tokens, or a fraction of the context window (compaction.py)
     skills_dir: str | None = None  # the user-wide skills folder (skills.py; default: DEEPAGENT_SKILLS_DIR, ~/.deepagent/skills)
+    stream = True  # show each step's reasoning and code while the model writes them (streaming.py)
 
     def __init__(
         self,
@@ -286,6 +287,8 @@ class DeepAgent(dspy.Module):
         if run.parent is None:  # the tree's spend caps: one budget on the root run (core.spend)
             run.spend = SpendBudget(getattr(self, "max_cost", None), getattr(self, "max_tokens", None),
                                     getattr(self, "max_time", None), run=run)
+        if not self.stream:
+            streaming.opt_out(run)  # and its sub-agents
         run.start()
         token = activate(session)
         try:

@@ -34,6 +34,13 @@ import dspy
 
 from . import ending, spend, steering
 from . import session as _session
+from . import streaming
+from .caching import (  # prompt caching (caching.py)
+    acall_marked,
+    cached_tokens,
+    call_marked,
+    step_lm,
+)
 from .compaction import compact  # a long history is shown compacted (compaction.py)
 from .run import Run
 
@@ -46,19 +53,29 @@ class StepPredict(dspy.Predict):
     ``generate_action`` once per iteration and runs the code it returns; a DSPy callback
     would do the same, but DSPy then inspects the arguments of every module, adapter and
     LM call (~0.1 ms a step). `tests/test_dspy_contract.py` fails loudly if RLM changes this.
+    Its LM call marks the prompt's stable head for the provider's cache (`caching`) and
+    streams the step into the run's events while it is written (`streaming`).
     """
 
     def forward(self, **kwargs: Any) -> Any:
         session = _session.active()
         ending.remember(session, kwargs)  # what a final answer is made from if this step may not start
         with _admit(session):  # a spend cap reached, or the user's stop: this step's LM call never starts
-            return _report(super().forward(**_inputs(session, kwargs)))
+            kwargs = _inputs(session, kwargs)
+            lm = step_lm(self, kwargs)
+
+            def call(each: dict[str, Any]) -> Any:  # streamed into the run's events when it can be (streaming.py)
+                return streaming.call(self, lm, each, lambda: super(StepPredict, self).forward(**each))
+
+            return _report(call_marked(lm, kwargs, call))
 
     async def aforward(self, **kwargs: Any) -> Any:
         session = _session.active()
         ending.remember(session, kwargs)
         with _admit(session):
-            return _report(await super().aforward(**_inputs(session, kwargs)))
+            kwargs = _inputs(session, kwargs)
+            return _report(await acall_marked(step_lm(self, kwargs), kwargs,
+                                              lambda each: super(StepPredict, self).aforward(**each)))
 
 
 def _admit(session: Any) -> Any:
@@ -116,7 +133,7 @@ class _Sink:
         input_tokens = int(usage.get("prompt_tokens") or usage.get("input_tokens") or 0)
         output_tokens = int(usage.get("completion_tokens") or usage.get("output_tokens") or 0)
         cost = spend.reported_cost(entry.get("cost"))  # None unless a number of USD >= 0 (not NaN, not "lots")
-        self.run.record_usage(model, input_tokens, output_tokens, cost)
+        self.run.record_usage(model, input_tokens, output_tokens, cost, cached_tokens(usage))
         budget = spend.budget_of(self.run)
         if budget is not None:  # the tree's spend caps count every call of every run in it
             budget.add(input_tokens + output_tokens, cost, model)

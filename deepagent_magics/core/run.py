@@ -38,7 +38,7 @@ TODOS = "todos"  # data: todos
 FILE_WRITTEN = "file_written"  # data: path, size
 SUBAGENT_STARTED = "subagent_started"  # data: child (the child Run), step
 SUBAGENT_FINISHED = "subagent_finished"  # data: child, step
-LM_USAGE = "lm_usage"  # data: model, input_tokens, output_tokens, cost
+LM_USAGE = "lm_usage"  # data: model, input_tokens, output_tokens, cost, cached_tokens
 STATUS = "status"  # data: status, error
 RUN_FINISHED = "run_finished"  # data: status, result, error
 
@@ -60,12 +60,15 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0
+    cached_input_tokens: int = 0  # of input_tokens, read from the provider's prompt cache (core.caching)
 
-    def add(self, input_tokens: int = 0, output_tokens: int = 0, cost: float | None = None) -> None:
+    def add(self, input_tokens: int = 0, output_tokens: int = 0, cost: float | None = None,
+            cached_tokens: int = 0) -> None:
         self.lm_calls += 1
         self.input_tokens += int(input_tokens or 0)
         self.output_tokens += int(output_tokens or 0)
         self.cost += float(cost or 0.0)
+        self.cached_input_tokens += int(cached_tokens or 0)
 
     @property
     def tokens(self) -> int:
@@ -76,6 +79,7 @@ class Usage:
             "lm_calls": self.lm_calls,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
+            "cached_input_tokens": self.cached_input_tokens,
             "cost": round(self.cost, 6),
         }
 
@@ -231,9 +235,11 @@ class Run:
             self.files_written.append(path)
         self.emit(FILE_WRITTEN, path=path, size=size)
 
-    def record_usage(self, model: str, input_tokens: int, output_tokens: int, cost: float | None) -> None:
-        self.usage.add(input_tokens, output_tokens, cost)
-        self.emit(LM_USAGE, model=model, input_tokens=input_tokens, output_tokens=output_tokens, cost=cost)
+    def record_usage(self, model: str, input_tokens: int, output_tokens: int, cost: float | None,
+                     cached_tokens: int = 0) -> None:
+        self.usage.add(input_tokens, output_tokens, cost, cached_tokens)
+        self.emit(LM_USAGE, model=model, input_tokens=input_tokens, output_tokens=output_tokens, cost=cost,
+                  cached_tokens=cached_tokens)
 
     def add_child(self, task: str, **kwargs: Any) -> "Run":
         """Create a sub-agent run nested under the current step and announce it."""
@@ -318,6 +324,7 @@ class Run:
             total.input_tokens += each.usage.input_tokens
             total.output_tokens += each.usage.output_tokens
             total.cost += each.usage.cost
+            total.cached_input_tokens += each.usage.cached_input_tokens
         return total
 
     def __repr__(self) -> str:

@@ -38,6 +38,7 @@ from ..core.run import (
     Event,
     Run,
 )
+from ..core.streaming import STEP_STREAMING
 from ..core.workspace import Workspace
 from .controls import SteeringControls
 from .markup import (
@@ -52,6 +53,7 @@ from .markup import (
     todos_html,
     tree_html,
 )
+from .streaming import writing_panel
 
 PAGE_SIZE = 50
 TREE_MAX_FILES = 300
@@ -186,6 +188,7 @@ class Dashboard:
         self._more_files = False
         self._scanned_at = float("-inf")
         self._open_step: StepView | None = None
+        self.writing: dict[str, float] = {}  # run id: seconds the model has been writing its next step
         self._tree_files: list[str] = []
         todo_box = [self.todos] + ([self.controls.todo_editor] if self.controls is not None else [])
         panels = W.HBox([_box("Todos", *todo_box), _box("Workspace", self.tree, self.preview_choice, self.preview)],
@@ -205,7 +208,12 @@ class Dashboard:
             root = run.config.get("workspace")
             self.workspace = Workspace(root) if root else None
             self.refresh_tree()
+        elif kind == STEP_STREAMING and view is not None:  # the model is writing a step (streaming.py)
+            self.writing[run.id] = data.get("elapsed") or 0.0
+            writing_panel(view).show(data)
         elif kind == STEP_STARTED and view is not None:
+            if self.writing.pop(run.id, None) is not None:
+                writing_panel(view).clear()
             step = view.add_step(data["index"], data.get("reasoning", ""), data.get("code", ""))
             if view is self.root:  # the newest top-level step is open, the one before closes
                 if self._open_step is not None:
@@ -238,11 +246,13 @@ class Dashboard:
                 self.controls.close()
             self.refresh_tree()
             self.show_result()
+        if kind == RUN_FINISHED and self.writing.pop(run.id, None) is not None and view is not None:
+            writing_panel(view).clear()  # ended while a step was being written (an interrupt, a fault)
         if view is not None and view is not self.root and kind in (STEP_STARTED, STEP_FINISHED, LM_USAGE, STATUS,
                                                                    RUN_STARTED, RUN_FINISHED, SUBAGENT_FINISHED):
             view.refresh()
         if kind != LM_USAGE:  # usage shows with the step the call proposes, an event later
-            self.status.value = status_line(self.run)
+            self.status.value = status_line(self.run, writing=self.writing.get(self.run.id))
 
     def _view_for(self, run: Run) -> RunView | None:
         """The view of ``run``, made (nested under its parent's step) the first time it is seen."""

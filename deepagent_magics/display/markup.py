@@ -97,12 +97,20 @@ def step_body(reasoning: str, code: str, output: str | None, code_html: str | No
     return "".join(parts)
 
 
-def status_line(run: Run) -> str:
+def tokens_text(usage: Any) -> str:
+    """``12,345 tokens``, and how many of the input tokens the provider's cache served (docs/caching.md)."""
+    cached = getattr(usage, "cached_input_tokens", 0)
+    return f"{usage.tokens:,} tokens" + (f" ({cached:,} cached)" if cached else "")
+
+
+def status_line(run: Run, writing: float | None = None) -> str:
+    """Status, iteration, usage, time; ``writing``: seconds the model has been writing the next step."""
     usage = run.tree_usage()
     color = STATUS_COLORS.get(run.status, "#888")
     parts = [f'<b style="color:{color}">● {esc(run.status)}</b>',
-             f"iteration {len(run.steps)}/{run.max_iters or '?'}",
-             f"{usage.lm_calls} LM calls", f"{usage.tokens:,} tokens", f"${usage.cost:.4f}",
+             f"iteration {len(run.steps)}/{run.max_iters or '?'}"
+             + (f' · <span class="dag-writing-status">writing… {writing:.0f}s</span>' if writing is not None else ""),
+             f"{usage.lm_calls} LM calls", tokens_text(usage), f"${usage.cost:.4f}",
              f"{run.elapsed:.1f} s"]
     budget = budget_of(run)
     if budget is not None and budget.capped:  # spend against each cap of the tree (core.spend)

@@ -1,5 +1,10 @@
 """The text display: one progress line per finished step (sub-agents indented), then a summary.
 
+While the model writes a step, one line is rewritten in place (``\r``) with what it has
+written so far (`streaming.text_line`); the finished step's line replaces it. Only where a
+line can be rewritten (a terminal, a notebook): a log file (``deepagent run 2> log``, CI)
+gets the lasting lines only.
+
 For terminals and for headless runs; `show.show_run` picks it when widgets cannot render.
 """
 
@@ -11,7 +16,9 @@ from typing import Any
 from ..core.compaction import COMPACTION
 from ..core.spend import budget_of
 from ..core.run import RUN_FINISHED, STEP_FINISHED, SUBAGENT_STARTED, Event, Run
-from .markup import step_mark
+from ..core.streaming import STEP_STREAMING
+from .markup import step_mark, tokens_text
+from .streaming import text_line
 from .routing import Routed
 
 
@@ -22,18 +29,43 @@ class TextProgress:
         self.run = run
         self.stream = stream
         self.shows_result = show_result
+        self._live = 0  # length of the updating line on screen (0: none)
         self.unsubscribe = run.subscribe(Routed(self.on_event))
 
-    def _write(self, text: str) -> None:
+    def _out(self) -> Any:
         stream = self.stream or sys.stdout
         # Bypass the per-thread capture of the agent's own output (capture._Router).
-        stream = getattr(stream, "_stream", stream) if type(stream).__name__ == "_Router" else stream
+        return getattr(stream, "_stream", stream) if type(stream).__name__ == "_Router" else stream
+
+    def _write(self, text: str) -> None:
+        stream = self._out()
+        if self._live:  # the updating line gives way to the lasting one
+            stream.write("\r" + " " * self._live + "\r")
+            self._live = 0
         print(text, file=stream, flush=True)
+
+    def _rewrites(self) -> bool:
+        """Whether a line can be rewritten in place: a terminal or a notebook's output, not a log file."""
+        stream = self._out()
+        try:
+            return bool(stream.isatty()) or type(stream).__name__ == "OutStream"  # ipykernel's
+        except Exception:
+            return False
+
+    def _write_live(self, text: str) -> None:
+        """Rewrite the one updating line (a step being written) in place."""
+        stream = self._out()
+        stream.write("\r" + text.ljust(self._live))
+        stream.flush()
+        self._live = len(text)
 
     def on_event(self, event: Event) -> None:
         run = event.run
         indent = "  " * (run.depth - self.run.depth)
-        if event.kind == STEP_FINISHED:
+        if event.kind == STEP_STREAMING:
+            if self._rewrites():
+                self._write_live(text_line(run, event.data, indent))
+        elif event.kind == STEP_FINISHED:
             step = run.steps[event.data["index"] - 1]
             output = event.data.get("output") or ""
             mark = step_mark(output)
@@ -61,7 +93,7 @@ def summary(run: Run) -> str:
     usage = run.tree_usage()
     children = _count_children(run)
     parts = [f"{len(run.steps)} steps" + (f" (+{children} sub-agents)" if children else ""),
-             f"{usage.lm_calls} LM calls", f"{usage.tokens:,} tokens", f"${usage.cost:.4f}", f"{run.elapsed:.1f}s"]
+             f"{usage.lm_calls} LM calls", tokens_text(usage), f"${usage.cost:.4f}", f"{run.elapsed:.1f}s"]
     if run.todos:
         done = sum(item.get("status") == "completed" for item in run.todos)
         parts.append(f"todos {done}/{len(run.todos)} completed")

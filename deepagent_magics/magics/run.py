@@ -94,6 +94,9 @@ class DeepAgentMagics(Magics):
     undo_limit = Float(10.0, help="Megabytes: the biggest of your objects a run copies before changing it in place, so %deepagent_undo can restore it (0: none).").tag(config=True)
     SETTINGS += ("approve", "approve_rules", "undo_limit")
 
+    stream = Bool(True, help="Show each step's reasoning and code while the model writes them (docs/streaming.md).").tag(config=True)
+    SETTINGS += ("stream",)
+
     def __init__(self, shell=None, **kwargs: Any):
         super().__init__(shell=shell, **kwargs)
         self.runs: list[Run] = []
@@ -133,6 +136,7 @@ class DeepAgentMagics(Magics):
     @argument("--max-time", dest="max_time", metavar="SECONDS", help="most seconds the run may take")
     @argument("--approve", help="approval policy: never, risky, always, or a notebook function (proposal) -> decision")
     @argument("--approve-rules", dest="approve_rules", help="risk rules for --approve risky: -name off, none,name only those")
+    @argument("--no-stream", dest="stream", action="store_const", const=False, help="do not show steps while they are written")
     @cell_magic
     def deepagent(self, line: str, cell: str) -> None:
         """Hand the cell's text to a deep agent whose REPL is this notebook."""
@@ -225,6 +229,7 @@ class DeepAgentMagics(Magics):
             agent = programs.apply(agent)  # the profile's tuned program, if one is active
             agent.compact_at = settings["compact_at"]
             agent.skills_dir = settings["skills_dir"]
+            agent.stream = settings["stream"]
             return agent
         except (NoLMError, UnknownProfile, ValueError, TypeError, OSError) as exc:
             raise UsageError(one_line(exc) or type(exc).__name__) from None
@@ -261,13 +266,14 @@ class DeepAgentMagics(Magics):
     @argument("--approve", help="approval policy: never, risky, always, or a notebook function")
     @argument("--approve-rules", dest="approve_rules", help="risk rules for --approve risky ('' for all)")
     @argument("--undo-limit", dest="undo_limit", type=float, help="MB: biggest object copied so undo can restore it")
+    @argument("--stream", choices=["on", "off"], help="show steps while the model writes them")
     @argument("--reset", action="store_true", help="restore every default")
     @line_magic
     def deepagent_config(self, line: str) -> None:
         """Show the deep agent defaults, or set them."""
         args = parse_flags(self.deepagent_config, line)
         updates = {name: getattr(args, name) for name in self.SETTINGS if getattr(args, name, None) is not None}
-        for name in ("quiet", "continue_default"):
+        for name in ("quiet", "continue_default", "stream"):
             if name in updates:
                 updates[name] = updates[name] == "on"
         if updates.get("cells", 0) < 0:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..core.run import RUN_FINISHED, Event, Run
+from ..core.streaming import TRANSIENT
 from .redaction import Redactor, secret_values
 from .store import runs_dir
 
@@ -81,6 +82,8 @@ class EventLogWriter:
         self.unsubscribe = run.subscribe(self.on_event)
 
     def on_event(self, event: Event) -> None:
+        if event.kind in TRANSIENT:  # a step being written (core.streaming): shown, never logged
+            return
         with self._lock:
             if self._fd is None:
                 return

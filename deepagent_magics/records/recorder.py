@@ -37,6 +37,7 @@ from ..core.run import (
     Event,
     Run,
 )
+from ..core.streaming import TRANSIENT
 from .liveness import writer_identity
 from .store import FORMAT, runs_dir
 
@@ -122,6 +123,8 @@ class RunRecorder:
         self.unsubscribe = run.subscribe(self.on_event)
 
     def on_event(self, event: Event) -> None:
+        if event.kind in TRANSIENT:  # a step being written (core.streaming): nothing to record
+            return
         if event.kind == FILE_WRITTEN:
             self.files[event.data["path"]] = event.data["size"]
         elif event.kind == SUBAGENT_STARTED:

@@ -1,0 +1,70 @@
+"""What the displays show while the model writes a step (`core.streaming`'s ``step_streaming`` events).
+
+The dashboard gives each run's trajectory one "writing" panel below its steps: the step
+number, how long the model has been writing, the reasoning and the code so far. It is
+emptied and hidden when the step starts (the step's own entry then shows the whole
+text). The text display writes one line that it keeps rewriting (``\\r``): which step,
+how long, the last line written so far.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets as W
+
+from .markup import esc
+
+WRITING_CLASS = "dag-writing"
+
+
+def last_line(data: dict[str, Any], limit: int = 80) -> str:
+    """The newest line written: of the code once it has begun, else of the reasoning."""
+    text = data.get("code") or data.get("reasoning") or ""
+    line = next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")
+    return line if len(line) <= limit else "…" + line[-(limit - 1):]
+
+
+def writing_label(data: dict[str, Any]) -> str:
+    return f"writing… {float(data.get('elapsed') or 0):.0f}s"
+
+
+def text_line(run: Any, data: dict[str, Any], indent: str = "") -> str:
+    """The text display's updating line for a step being written."""
+    return (f"{indent}[{run.id[-6:]}] step {data.get('index')}/{run.max_iters or '?'} {writing_label(data)} "
+            f"{last_line(data)}").rstrip()
+
+
+def writing_html(data: dict[str, Any]) -> str:
+    code = data.get("code") or ""
+    return (f'<div class="{WRITING_CLASS}"><div class="dag-label">Step {esc(data.get("index"))} · '
+            f'{esc(writing_label(data))}</div>'
+            f'<div class="dag-reasoning">{esc(data.get("reasoning") or "")}</div>'
+            + (f'<pre class="dag-pre">{esc(code)}</pre>' if code else "") + "</div>")
+
+
+class Writing:
+    """One run's "writing" panel in the dashboard (one widget, patched in place)."""
+
+    def __init__(self) -> None:
+        self.widget = W.HTML("", layout=W.Layout(display="none"))
+
+    def show(self, data: dict[str, Any]) -> None:
+        self.widget.value = writing_html(data)
+        if self.widget.layout.display is not None:
+            self.widget.layout.display = None
+
+    def clear(self) -> None:
+        if self.widget.value:
+            self.widget.value = ""
+            self.widget.layout.display = "none"
+
+
+def writing_panel(view: Any) -> Writing:
+    """``view``'s panel (a dashboard `RunView`), added below its steps the first time."""
+    panel = getattr(view, "writing", None)
+    if panel is None:
+        panel = view.writing = Writing()
+        box = view.widget if isinstance(view.widget, W.VBox) else view.widget.children[0]
+        box.children = (*box.children, panel.widget)
+    return panel
