@@ -32,7 +32,7 @@ from typing import Any
 import dspy
 
 from . import session as _session
-from .compaction import compact  # a long history is shown compacted (compaction.py)
+from .attempts import apredict_step, predict_step  # compaction, reply repair and retries (attempts.py)
 from .run import Run
 
 
@@ -46,11 +46,11 @@ class StepPredict(dspy.Predict):
     LM call (~0.1 ms a step). `tests/test_dspy_contract.py` fails loudly if RLM changes this.
     """
 
-    def forward(self, **kwargs: Any) -> Any:
-        return _report(super().forward(**compact(_session.active(), kwargs)))
+    def forward(self, **kwargs: Any) -> Any:  # attempts: repaired replies, retries that say what was wrong
+        return _report(predict_step(super().forward, _session.active(), kwargs))
 
     async def aforward(self, **kwargs: Any) -> Any:
-        return _report(await super().aforward(**compact(_session.active(), kwargs)))
+        return _report(await apredict_step(super().aforward, _session.active(), kwargs))
 
 
 def _report(prediction: Any) -> Any:
