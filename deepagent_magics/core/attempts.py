@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import dspy
 from dspy.primitives.repl_types import REPLHistory
 from dspy.utils.exceptions import AdapterParseError, ContextWindowExceededError
 
-from .compaction import KEEP_VERBATIM, compact, compactor_for, context_window
+from .compaction import KEEP_VERBATIM, compact, compactor_for
 from .replies import COMPLETED, action_adapter, diagnose
 
 FORMAT_RETRIES = 2  # a step's extra requests after replies no one can read
@@ -94,6 +95,15 @@ def _cut_off(replies: _Replies) -> bool:
         and COMPLETED not in replies.texts[-1]
 
 
+def _no_code(prediction: Any) -> bool:
+    code = getattr(prediction, "code", "")
+    if code is None or str(code).strip() in ("", "None", "null", "```", "```python\n```"):
+        return True
+    if getattr(prediction, "reasoning", "") is None:
+        prediction.reasoning = ""
+    return False
+
+
 def _with_feedback(kwargs: dict[str, Any], problem: str) -> dict[str, Any]:
     history = kwargs.get("repl_history")
     if not isinstance(history, REPLHistory):
@@ -114,7 +124,7 @@ class _Step:
         shown = _with_feedback(self.kwargs, self.problem) if self.problem else self.kwargs
         return compact(self.session, shown)
 
-    def judge(self, replies: _Replies, exc: BaseException | None) -> bool:
+    def judge(self, replies: _Replies, exc: BaseException | None, prediction: Any = None) -> bool:
         """True to ask again; raises when the step has failed for good."""
         if isinstance(exc, ContextWindowExceededError):
             self._shrink(exc)
@@ -125,6 +135,8 @@ class _Step:
             problem = diagnose(text, "length" if "length" in replies.finish_reasons else reason)
         elif _cut_off(replies):
             problem = diagnose(replies.texts[-1], "length")
+        elif _no_code(prediction):  # DSPy issue 9632: a local model's reply with no code at all
+            problem = "the reply has an empty [[ ## code ## ]] section"
         else:
             return False
         self.unreadable += 1
@@ -155,7 +167,7 @@ class _Step:
 def _too_long_message(exc: BaseException, compaction_off: bool) -> str:
     model = getattr(dspy.settings.lm, "model", "the model")
     why = "compaction is off (compact_at=None)" if compaction_off else "compaction has nothing left to shorten"
-    return (f"the prompt does not fit {model}'s context window (~{context_window(dspy.settings.lm):,} tokens) and "
+    return (f"the prompt does not fit {model}'s context window and "
             f"{why}; raise the limit: a model with a longer context, less --context or fewer/smaller notebook "
             f"variables in the prompt, a lower max_output_chars, or an earlier DeepAgent.compact_at")
 
@@ -171,7 +183,7 @@ def predict_step(call: Callable[..., Any], session: Any, kwargs: dict[str, Any])
                 if step.judge(replies, exc):
                     continue
                 raise
-        if not step.judge(replies, None):
+        if not step.judge(replies, None, prediction):
             return prediction
 
 
@@ -186,5 +198,5 @@ async def apredict_step(call: Callable[..., Any], session: Any, kwargs: dict[str
                 if step.judge(replies, exc):
                     continue
                 raise
-        if not step.judge(replies, None):
+        if not step.judge(replies, None, prediction):
             return prediction

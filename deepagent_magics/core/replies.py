@@ -25,13 +25,14 @@ from dspy.adapters.utils import parse_value
 from dspy.utils.exceptions import AdapterParseError
 
 ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
-THINK = re.compile(r"<(think|thinking|reasoning)>(.*?)(?:</\1>|\Z)", re.S | re.I)
-FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.S | re.M)
+THINK = re.compile(r"<(think|thinking|reasoning)>(.*?)(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE)
+FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.DOTALL | re.MULTILINE)
+XML_CODE = re.compile(r"<code>(.*?)</code>", re.DOTALL | re.IGNORECASE)
 PYTHON_LANGS = {"python", "py", "python3", "py3", ""}
 COMPLETED = "[[ ## completed ## ]]"
 INPUT_MARKERS = ("[[ ## variables_info ## ]]", "[[ ## repl_history ## ]]", "[[ ## iteration ## ]]")
 REFUSAL = re.compile(r"^\W*(i'?m sorry|i am sorry|sorry,|i can(no|')t|i won'?t|i will not|i'?m (not able|unable)|"
-                     r"i am (not able|unable)|as an ai\b|i must decline|unfortunately,? i can)", re.I)
+                     r"i am (not able|unable)|as an ai\b|i must decline|unfortunately,? i can)", re.IGNORECASE)
 
 
 def marker_line(name: str) -> re.Pattern[str]:
@@ -39,7 +40,7 @@ def marker_line(name: str) -> re.Pattern[str]:
     word = re.escape(name).replace("_", "[ _]")
     return re.compile(
         rf"^(?:[ \t]*\[\[\s*#*\s*{word}\s*#*\s*\]\]|[ \t]*#{{1,6}}[ \t]*{word}|[ \t]*\*\*{word}:?\*\*|{word}[ \t]*:)(?!\w)[ \t]*:?[ \t]*",
-        re.I | re.M)
+        re.IGNORECASE | re.MULTILINE)
 
 
 def clean(text: str) -> tuple[str, str]:
@@ -87,6 +88,10 @@ def repair(completion: str, names: list[str]) -> dict[str, str] | None:
     fields = sections(text, names)
     if not python_blocks(fields.get("code", "")) and python_blocks(fields.get("reasoning", "")):
         fields.pop("code", None)  # the code sits in the reasoning field
+    tagged = XML_CODE.search(text)
+    if "code" not in fields and tagged:
+        fields["code"] = tagged.group(1).strip()
+        fields.setdefault("reasoning", XML_CODE.sub("", text).strip())
     if "code" not in fields:
         blocks = python_blocks(text)
         if not blocks:
@@ -101,6 +106,24 @@ def repair(completion: str, names: list[str]) -> dict[str, str] | None:
         fields["reasoning"] = thoughts
     fields["code"] = join_blocks(fields["code"])
     return fields
+
+
+def relocate(fields: dict[str, Any]) -> None:
+    """Code the model put in the reasoning field goes to the code field; several blocks become one."""
+    code, reasoning = fields.get("code") or "", fields.get("reasoning") or ""
+    blocks = python_blocks(reasoning) if isinstance(reasoning, str) else []
+    if blocks and not python_blocks(code) and (not code.strip() or not _compiles(code)):
+        fields["code"] = "```python\n" + "\n\n".join(blocks) + "\n```"
+        fields["reasoning"] = FENCE.sub("", reasoning).strip()
+    fields["code"] = join_blocks(fields["code"])
+
+
+def _compiles(code: str) -> bool:
+    try:
+        compile(code, "<reply>", "exec")
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 def echoes_prompt(text: str) -> bool:
@@ -153,8 +176,8 @@ class ChatAdapter(dspy.ChatAdapter):
             if repaired is None:
                 raise
             fields = {name: parse_value(repaired[name], signature.output_fields[name].annotation) for name in names}
-        if isinstance(fields.get("code"), str) and set(names) == {"reasoning", "code"}:
-            fields["code"] = join_blocks(fields["code"])
+        if set(names) == {"reasoning", "code"} and isinstance(fields.get("code"), str):
+            relocate(fields)
         return fields
 
 

@@ -65,7 +65,7 @@ def child_agent(parent: Any, session: Session, tree: Tree, child: Child) -> SubA
     agent.tree, agent.child, agent.pool = tree, child, tree.pool
     agent.lm = parent.lm if parent.lm is not None else dspy.settings.lm
     agent.workspace = Path(session.workspace.root)
-    for name in ("max_subagents", "subagent_max_iters", "subagent_timeout", "max_parallel"):
+    for name in ("max_subagents", "subagent_max_iters", "subagent_timeout", "max_parallel", "retry_policy"):
         setattr(agent, name, getattr(parent, name))
     return agent
 
