@@ -84,7 +84,7 @@ def finish_reason(response: Any) -> str | None:
 @contextlib.contextmanager
 def _request() -> Any:
     replies = _Replies()
-    modules = [*(dspy.settings.caller_modules or []), replies]
+    modules = [replies, *(dspy.settings.caller_modules or [])]  # the last stays the predictor (DSPy reads it)
     with dspy.context(adapter=action_adapter(dspy.settings.adapter), caller_modules=modules):
         yield replies
 

@@ -180,3 +180,15 @@ def test_the_text_display_says_what_the_run_is_retrying(tmp_path):
     assert any("⟳ server error (500): Internal error: retrying in 0.05 s" in line for line in lines), lines
     assert any("⟳ reply 1 unreadable (the reply was empty): asking again" in line for line in lines), lines
     assert lines[-1].startswith("finished")
+
+
+def test_the_async_step_is_asked_again_too():
+    import asyncio
+
+    from deepagent_magics.core.attempts import apredict_step
+
+    predict = dspy.Predict("question -> reasoning, code")
+    with FakeProvider([*twice(text("")), GOOD]) as provider, dspy.context(lm=lm_for(provider)):
+        prediction = asyncio.run(apredict_step(predict.aforward, None, {"question": TASK}))
+        assert len(provider.requests) == 3
+    assert "SUBMIT" in prediction.code
