@@ -47,6 +47,7 @@ class Reply:
         chunk: characters per streamed chunk when the request asks to stream.
         pause: seconds between streamed chunks.
         usage: the usage block (prompt, completion and cached tokens).
+        body: a raw response body sent as it is with ``status`` (an HTML page from a proxy).
     """
 
     content: str = ""
@@ -62,6 +63,7 @@ class Reply:
     pause: float = 0.0
     usage: dict[str, Any] = field(default_factory=lambda: {"prompt_tokens": 100, "completion_tokens": 20,
                                                              "total_tokens": 120})
+    body: str | None = None
 
     @classmethod
     def fields(cls, **fields: Any) -> "Reply":
@@ -151,7 +153,9 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 self.close_connection = True
                 return
-            if reply.status != 200:
+            if reply.body is not None:
+                self._send_raw(reply.status, reply.body.encode(), reply.headers)
+            elif reply.status != 200:
                 error = {"message": reply.error, "type": reply.error_type, "code": reply.error_code}
                 self._send_json(reply.status, {"error": error}, reply.headers)
             elif body.get("stream"):
@@ -160,9 +164,11 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 self._send_json(200, _completion(body, reply), reply.headers)
 
         def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str]) -> None:
-            data = json.dumps(payload).encode()
+            self._send_raw(status, json.dumps(payload).encode(), {"Content-Type": "application/json", **headers})
+
+        def _send_raw(self, status: int, data: bytes, headers: dict[str, str]) -> None:
+            headers = {"Content-Type": "text/html", **headers}
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             for name, value in headers.items():
                 self.send_header(name, value)

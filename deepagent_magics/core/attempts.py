@@ -132,7 +132,8 @@ class _Step:
         reason = replies.finish_reasons[-1] if replies.finish_reasons else None
         if exc is not None:
             text = replies.texts[0] if replies.texts else getattr(exc, "lm_response", "")
-            problem = diagnose(text, "length" if "length" in replies.finish_reasons else reason)
+            stopped = [r for r in ("length", "content_filter") if r in replies.finish_reasons]
+            problem = diagnose(text, stopped[0] if stopped else reason)
         elif _cut_off(replies):
             problem = diagnose(replies.texts[-1], "length")
         elif _no_code(prediction):  # DSPy issue 9632: a local model's reply with no code at all

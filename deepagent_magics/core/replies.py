@@ -135,6 +135,8 @@ def echoes_prompt(text: str) -> bool:
 def diagnose(completion: str | None, finish_reason: str | None = None) -> str:
     """What is wrong with a reply no repair could read, in a few words the user and the model both understand."""
     text, thoughts = clean(completion or "")
+    if finish_reason == "content_filter":
+        return "the provider's content filter stopped the reply (finish_reason=content_filter)"
     if finish_reason == "length":
         return "the reply was cut off at the token limit (finish_reason=length) before it was complete"
     if not text:

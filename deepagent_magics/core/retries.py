@@ -10,8 +10,8 @@ at once, saying so. Each wait is a ``provider_retry`` event on the run (data: at
 cause), so the status line can say what the run is waiting for.
 
 Tune it per agent (``agent.retry_policy = RetryPolicy(retries=5, max_wait=120)``) or for every
-agent (``DeepAgent.retry_policy = ...``). Other LMs (a `ScriptedLM`, a custom ``BaseLM``) are
-used as they are.
+agent (``DeepAgent.retry_policy = ...``). Other LMs (a `ScriptedLM`, a custom engine or ``BaseLM``)
+are used as they are, with DSPy's own retries.
 """
 
 from __future__ import annotations
@@ -61,8 +61,9 @@ class RetryingLM:
     def _retry_wait(self, exc: BaseException, attempt: int) -> float:
         wait = self._deepagent_policy.delay(exc, attempt)
         if wait is None:
-            exc.deepagent_attempts = attempt  # for the run's one-line reason (failures.py)
-            exc.deepagent_policy = self._deepagent_policy
+            if is_retryable_lm_error(exc):  # for the run's one-line reason (failures.py)
+                exc.deepagent_attempts = attempt
+                exc.deepagent_policy = self._deepagent_policy
             raise exc
         run = self._deepagent_run
         if run is not None:
@@ -112,8 +113,8 @@ _classes: dict[type, type] = {}
 
 def with_retries(lm: Any, run: Any, policy: RetryPolicy | None) -> Any:
     """For a run: ``lm`` (a ``dspy.LM``) as a copy retried by ``policy`` whose waits ``run`` hears of."""
-    if policy is None or not isinstance(lm, dspy.LM):
-        return lm
+    if policy is None or not isinstance(lm, dspy.LM) or not isinstance(getattr(lm, "_engine_spec", "auto"), str):
+        return lm  # a custom engine (a ScriptedLM's) owns its connection: DSPy's own retries apply
     base = type(lm)
     if issubclass(base, RetryingLM):
         base = base.__mro__[2]  # a sub-agent gets its parent's copy: wrap what it wraps
@@ -123,7 +124,10 @@ def with_retries(lm: Any, run: Any, policy: RetryPolicy | None) -> Any:
     if policy.retries is None:
         own = lm._deepagent_policy.retries if isinstance(lm, RetryingLM) else getattr(lm, "num_retries", 3)
         policy = replace(policy, retries=own)
-    copy = lm.copy(num_retries=0)
+    try:
+        copy = lm.copy(num_retries=0)
+    except (TypeError, ValueError):  # an LM that refuses to be copied is used as it is
+        return lm
     copy.__class__ = cls
     copy._deepagent_policy = policy
     copy._deepagent_run = run
@@ -135,7 +139,8 @@ def cause(exc: BaseException) -> str:
     status = getattr(exc, "status", None)
     kind = type(exc).__name__
     first = str(getattr(exc, "message", "") or exc).strip().splitlines()
-    detail = first[0][:160] if first else ""
+    detail = first[0].removeprefix(f"{kind}: ") if first else ""
+    detail = detail if len(detail) <= 200 else detail[:199] + "…"
     if kind == "LMRateLimitError":
         hint = getattr(exc, "retry_after", None)
         after = f", Retry-After {hint:g} s" if isinstance(hint, (int, float)) else ""

@@ -61,6 +61,8 @@ def test_case(case, tmp_path):
         assert run.status == "failed" and run.result is None
         assert case.error in run.error
         assert "\n" not in run.error and "Traceback" not in run.error and len(run.error) < 600
+        if case.via.startswith("fails at once"):
+            assert "gave up" not in run.error and len(provider.requests) == 1
     if case.minimum_wait:
         waits = [event.data["wait"] for event in events if event.kind == PROVIDER_RETRY]
         assert waits and waits[0] >= case.minimum_wait and elapsed >= case.minimum_wait
