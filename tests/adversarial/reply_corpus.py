@@ -49,8 +49,8 @@ class Case:
     steps: int = 0  # the steps the run must record (0: not checked); a reply asked again for is no step
 
 
-RATE_LIMIT = dict(error_type="rate_limit_error")
-CONTEXT = dict(error_code="context_length_exceeded")
+RATE_LIMIT = {"error_type": "rate_limit_error"}
+CONTEXT = {"error_code": "context_length_exceeded"}
 CONTEXT_MESSAGE = "This model's maximum context length is 8192 tokens. However, your messages resulted in 9120 tokens."
 PROSE = "The answer is 42."
 REFUSAL = "I'm sorry, but I can't help with that request."
@@ -111,7 +111,7 @@ REPLIES = [
          [text(f"[[ ## reason\u200bing ## ]]\nMultiply.\n[[ ## co\u200bde ## ]]\n{SUBMIT}")], "recovers",
          "repair: zero-width characters removed"),
     Case("zero_width_in_code", "a zero-width space and a BOM inside the code",
-         [text(f"\ufeff[[ ## reasoning ## ]]\nMultiply.\n[[ ## code ## ]]\nSUBMIT(result=str(6\u200b * 7))")],
+         [text("\ufeff[[ ## reasoning ## ]]\nMultiply.\n[[ ## code ## ]]\nSUBMIT(result=str(6\u200b * 7))")],
          "recovers", "repair: zero-width characters removed"),
     Case("huge_reply", "~230 KB of reasoning before the code", [F(reasoning=HUGE, code=SUBMIT)], "recovers",
          "DSPy reads it"),

@@ -87,7 +87,7 @@ def test_the_unreadable_count_starts_again_at_each_step(tmp_path):
     """Two bad replies in step 1 and two in step 2 are not four in a row: the run finishes."""
     script = [*twice(text("")), *twice(text("")), F(reasoning="Work.", code="x = 6 * 7\nprint(x)"),
               *twice(text("")), *twice(text("")), F(reasoning="Submit.", code="SUBMIT(result=str(x))")]
-    run, provider, events, _ = play(script, tmp_path)
+    run, _provider, events, _ = play(script, tmp_path)
     assert run.status == "finished" and run.result == ANSWER, run.error
     assert [event.data["step"] for event in events if event.kind == REPLY_RETRY] == [1, 1, 2, 2]
 
@@ -105,7 +105,7 @@ def test_the_sub_lm_behind_llm_query_is_retried_too(tmp_path):
     script = [F(reasoning="Ask.", code="reply = llm_query('say 42')\nprint(reply)"),
               Reply.failure(503, "overloaded", error_type="server_error"), text("42"),
               F(reasoning="Submit.", code="SUBMIT(result=reply.strip())")]
-    run, provider, events, _ = play(script, tmp_path)
+    run, _provider, events, _ = play(script, tmp_path)
     assert run.status == "finished" and run.result == ANSWER, run.error
     assert [event.data["cause"] for event in events if event.kind == PROVIDER_RETRY] == ["server error (503): overloaded"]
 

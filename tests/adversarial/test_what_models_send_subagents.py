@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pytest
 from reply_corpus import ANSWER, PROSE, SUBMIT, TASK, F, text
+from test_what_models_send import lm_for
 
 from deepagent_magics import DeepAgent
 from deepagent_magics.core.retries import PROVIDER_RETRY, RetryPolicy
 from deepagent_magics.interpreters.pool import KernelPool
 from deepagent_magics.testing_provider import FakeProvider, Reply
-from test_what_models_send import lm_for
 
 pytestmark = pytest.mark.kernel
 
@@ -58,7 +58,7 @@ def test_a_sub_agent_rate_limited_once_waits_and_recovers(tmp_path, pool):
 
 def test_a_sub_agent_with_an_empty_reply_is_asked_again(tmp_path, pool):
     child_script = [text(""), text(""), F(reasoning="Compute.", code="SUBMIT(result=str(6 * 7))")]
-    run, child, events = play(child_script, F(reasoning="Done.", code="SUBMIT(result=answer)"), tmp_path, pool)
+    run, child, _events = play(child_script, F(reasoning="Done.", code="SUBMIT(result=answer)"), tmp_path, pool)
     assert child.status == "finished" and child.result == ANSWER and len(child.steps) == 1, child.error
     assert run.status == "finished" and run.result == ANSWER
 
