@@ -49,6 +49,7 @@ class Reply:
         usage: the usage block (prompt, completion and cached tokens).
         cut_after: when streaming, drop the connection after this many chunks (a stream cut off midway).
         ignore_stream: answer a request to stream with one plain JSON body (as some servers do).
+        body: a raw response body sent as it is with ``status`` (an HTML page from a proxy).
     """
 
     content: str = ""
@@ -66,6 +67,7 @@ class Reply:
                                                              "total_tokens": 120})
     cut_after: int | None = None
     ignore_stream: bool = False
+    body: str | None = None
 
     @classmethod
     def fields(cls, **fields: Any) -> "Reply":
@@ -84,7 +86,7 @@ class FakeProvider:
         self.script: list[Reply] = [_as_reply(item) for item in script]
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server = _Server(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -118,6 +120,15 @@ class FakeProvider:
             return self.script.pop(0) if self.script else None
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that gave up (its timeout) while a stalled reply was pending is no error of the server's."""
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
 def _as_reply(item: Reply | dict[str, Any] | str) -> Reply:
     if isinstance(item, Reply):
         return item
@@ -145,7 +156,9 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 self._reset()
                 return
             anthropic = self.path.rstrip("/").endswith("/messages")  # Anthropic's Messages API
-            if reply.status != 200:
+            if reply.body is not None:
+                self._send_raw(reply.status, reply.body.encode(), reply.headers)
+            elif reply.status != 200:
                 error = {"message": reply.error, "type": reply.error_type, "code": reply.error_code}
                 payload = {"type": "error", "error": error} if anthropic else {"error": error}
                 self._send_json(reply.status, payload, reply.headers)
@@ -164,9 +177,11 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
 
         def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str]) -> None:
-            data = json.dumps(payload).encode()
+            self._send_raw(status, json.dumps(payload).encode(), {"Content-Type": "application/json", **headers})
+
+        def _send_raw(self, status: int, data: bytes, headers: dict[str, str]) -> None:
+            headers = {"Content-Type": "text/html", **headers}
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             for name, value in headers.items():
                 self.send_header(name, value)

@@ -20,10 +20,12 @@ import dspy
 from . import approval, extensions, streaming, threads
 from .compaction import DEFAULT_COMPACT_AT
 from .ending import end_early
+from .failures import made_up, reason
 from .lm import lm_label, resolve_lm
 from .namespace import summarize_namespace
 from .observer import HISTORY_SIZE, UsageSink, observe_steps
 from .profiles import instructions_hash, load_profile
+from .retries import RetryPolicy, with_retries
 from .run import Listener, Run
 from .stopping import StopRun
 from .session import NamespaceBusy, Session, activate, claim, deactivate, release
@@ -91,6 +93,7 @@ class DeepAgent(dspy.Module):
     compact_at: float | int | None = DEFAULT_COMPACT_AT  # tokens, or a fraction of the context window (compaction.py)
     skills_dir: str | None = None  # the user-wide skills folder (skills.py; default: DEEPAGENT_SKILLS_DIR, ~/.deepagent/skills)
     stream = True  # show each step's reasoning and code while the model writes them (streaming.py)
+    retry_policy: RetryPolicy | None = RetryPolicy()  # provider faults: retries and waits (retries.py; None: DSPy's)
 
     def __init__(
         self,
@@ -249,7 +252,7 @@ class DeepAgent(dspy.Module):
             raise
         except BaseException as exc:
             run.exception = exc
-            run.finish("failed", error=f"{type(exc).__name__}: {exc}")
+            run.finish("failed", error=reason(exc))
             raise
         finally:
             release(namespace, run)
@@ -258,6 +261,7 @@ class DeepAgent(dspy.Module):
              context: str, listeners: Iterable[Listener], shell: Any, workspace: Any, thread: Any = None) -> Run:
         lm = resolve_lm(self.lm, namespace=user_namespace)
         sub_lm = resolve_lm(self.sub_lm, namespace=user_namespace) if self.sub_lm is not None else None
+        lm, sub_lm = with_retries(lm, run, self.retry_policy), with_retries(sub_lm, run, self.retry_policy)
         config = self.config() | {"lm": lm_label(lm)}
         run.config.update(config)
         for listener in listeners:
@@ -310,11 +314,15 @@ class DeepAgent(dspy.Module):
             return run
         except Exception as exc:
             run.exception = exc
-            run.finish("failed", error=f"{type(exc).__name__}: {exc}")
+            run.finish("failed", error=reason(exc))  # one line naming the cause (failures.py)
             return run
         finally:
             deactivate(token)
         run.prediction = prediction
+        if problem := made_up(prediction):  # RLM's extract fallback after nothing but errors
+            run.exception = RuntimeError(problem)
+            run.finish("failed", error=problem)
+            return run
         run.finish("finished", result=getattr(prediction, OUTPUT_FIELD, None))
         return run
 

@@ -107,6 +107,10 @@ class Compactor:
             self._limit_chars = (threshold_tokens(self.compact_at, self.lm) or 0) * CHARS_PER_TOKEN
         return self._limit_chars
 
+    def lower_limit(self, chars: int) -> None:
+        """Compact at ``chars`` from now on (a context-length error said the history does not fit)."""
+        self._limit_chars = max(1, min(chars, self._limit_chars or chars))
+
     def view(self, history: REPLHistory) -> REPLHistory:
         """What the prompt shows of ``history``: itself while it is small, else a `CompactedHistory`."""
         entries = list(history.entries)

@@ -35,13 +35,13 @@ import dspy
 from . import ending, spend, steering
 from . import session as _session
 from . import streaming
+from .attempts import apredict_step, predict_step  # compaction, reply repair and retries (attempts.py)
 from .caching import (  # prompt caching (caching.py)
     acall_marked,
     cached_tokens,
     call_marked,
     step_lm,
 )
-from .compaction import compact  # a long history is shown compacted (compaction.py)
 from .run import Run
 
 
@@ -61,21 +61,29 @@ class StepPredict(dspy.Predict):
         session = _session.active()
         ending.remember(session, kwargs)  # what a final answer is made from if this step may not start
         with _admit(session):  # a spend cap reached, or the user's stop: this step's LM call never starts
-            kwargs = _inputs(session, kwargs)
-            lm = step_lm(self, kwargs)
 
-            def call(each: dict[str, Any]) -> Any:  # streamed into the run's events when it can be (streaming.py)
-                return streaming.call(self, lm, each, lambda: super(StepPredict, self).forward(**each))
+            def call(**each: Any) -> Any:  # one request; `attempts` makes them until one can run
+                each = steering.before_step(session, each)  # the user's notes, after the (compacted) history
+                lm = step_lm(self, each)
 
-            return _report(call_marked(lm, kwargs, call))
+                def plain(one: dict[str, Any]) -> Any:  # streamed into the run's events when it can be
+                    return streaming.call(self, lm, one, lambda: super(StepPredict, self).forward(**one))
+
+                return call_marked(lm, each, plain)
+
+            return _report(predict_step(call, session, kwargs))
 
     async def aforward(self, **kwargs: Any) -> Any:
         session = _session.active()
         ending.remember(session, kwargs)
         with _admit(session):
-            kwargs = _inputs(session, kwargs)
-            return _report(await acall_marked(step_lm(self, kwargs), kwargs,
-                                              lambda each: super(StepPredict, self).aforward(**each)))
+
+            async def call(**each: Any) -> Any:
+                each = steering.before_step(session, each)
+                return await acall_marked(step_lm(self, each), each,
+                                          lambda one: super(StepPredict, self).aforward(**one))
+
+            return _report(await apredict_step(call, session, kwargs))
 
 
 def _admit(session: Any) -> Any:
@@ -83,11 +91,6 @@ def _admit(session: Any) -> Any:
     steering.check_stop(session)
     budget = spend.budget_of_session(session)
     return budget.calls_allowed() if budget is not None and budget.capped else contextlib.nullcontext()
-
-
-def _inputs(session: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """What the LM is shown: the history compacted when long, the user's notes after it."""
-    return steering.before_step(session, compact(session, kwargs))
 
 
 def _report(prediction: Any) -> Any:

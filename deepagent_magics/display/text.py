@@ -13,8 +13,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from ..core.attempts import REPLY_RETRY
 from ..core.compaction import COMPACTION
 from ..core.spend import budget_of
+from ..core.retries import PROVIDER_RETRY
 from ..core.run import RUN_FINISHED, STEP_FINISHED, SUBAGENT_STARTED, Event, Run
 from ..core.streaming import STEP_STREAMING
 from .markup import step_mark, tokens_text
@@ -79,6 +81,11 @@ class TextProgress:
             data = event.data
             self._write(f"{indent}[{run.id[-6:]}] ⟲ compacted steps 1-{data.get('summarized')} in the prompt "
                         f"({data.get('chars_before', 0):,} → {data.get('chars_after', 0):,} chars; history() has them all)")
+        elif event.kind in (REPLY_RETRY, PROVIDER_RETRY):  # core/attempts.py, core/retries.py
+            data = event.data
+            what = (f"reply {data.get('attempt')} unreadable ({data.get('problem')}): asking again"
+                    if event.kind == REPLY_RETRY else f"{data.get('cause')}: retrying in {data.get('wait', 0):g} s")
+            self._write(f"{indent}[{run.id[-6:]}] ⟳ {what}")
         elif event.kind == RUN_FINISHED:
             self._write(indent + summary(run))
             if run is self.run and self.shows_result and run.status == "finished":
