@@ -41,7 +41,7 @@ def prompt_cache_for(lm: Any) -> Any:
     if str(getattr(lm, "model", "")).split("/", 1)[0].lower() not in MARKED_PROVIDERS:
         return None  # caches long stable prefixes by itself
     with _lock:
-        if lm in _refused:
+        if _origin(lm) in _refused:
             return None
     from dspy.lm15 import CacheConfig
 
@@ -52,9 +52,14 @@ def refused(lm: Any) -> None:
     """``lm`` could not carry the mark: do not ask it again."""
     with _lock:
         try:
-            _refused.add(lm)
+            _refused.add(_origin(lm))
         except TypeError:
             pass
+
+
+def _origin(lm: Any) -> Any:
+    """The user's LM behind a run's copy of it (`retries.with_retries`): a refusal outlives the run."""
+    return getattr(lm, "_deepagent_origin", lm)
 
 
 def is_refusal(exc: BaseException) -> bool:

@@ -131,6 +131,7 @@ def with_retries(lm: Any, run: Any, policy: RetryPolicy | None) -> Any:
     copy.__class__ = cls
     copy._deepagent_policy = policy
     copy._deepagent_run = run
+    copy._deepagent_origin = getattr(lm, "_deepagent_origin", lm)  # the user's LM (what `caching` remembers)
     return copy
 
 

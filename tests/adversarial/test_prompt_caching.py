@@ -125,7 +125,7 @@ def test_a_provider_error_is_not_mistaken_for_a_refused_mark(tmp_path):
         lm = provider_lm(provider, "anthropic/claude-sonnet-4-5")
         run = run_agent(lm, tmp_path)
         assert prompt_cache_for(lm) is not None  # still marked next time
-    assert run.status == "failed" and "too long" in run.error
+    assert run.status == "failed" and "context window" in run.error  # core/attempts.py: ContextTooLong
     assert len(provider.requests) == 1  # not sent again unmarked
 
 
