@@ -189,3 +189,21 @@ def test_an_interrupt_stops_the_run_keeps_the_trajectory_and_reraises(ip):
     assert len(run.steps) == 2 and run.steps[1].output == "(interrupted)"
     assert ip.user_ns["before"] == 1 and "after" not in ip.user_ns
     assert ip.user_ns["dspy"] is saved_dspy and "SUBMIT" not in ip.user_ns
+
+
+def test_a_cell_refused_because_a_run_is_busy_leaves_the_running_ones_record_in_place(ip):
+    """A second %%deepagent started while one runs (here: from the agent's own code) is refused in one
+    line, and `_deepagent_run` and `%deepagent_runs` still hold the run that ran, not the refused one."""
+    steps = [
+        ("Start another run.", "try:\n    get_ipython().run_cell_magic('deepagent', '--lm lm', 'nested task')\n"
+                               "except Exception as exc:\n    print(type(exc).__name__, exc)"),
+        ("Done.", "SUBMIT(result='outer done')"),
+    ]
+    ip.user_ns["lm"] = ScriptedLM(steps)
+    ip.run_cell_magic("deepagent", "--lm lm", "outer task")
+    run = ip.user_ns["_deepagent_run"]
+    assert run.task == "outer task" and run.status == "finished"
+    assert run.steps[0].output.startswith("UsageError another agent run"), run.steps[0].output
+    magics = ip.magics_manager.registry["DeepAgentMagics"]
+    assert [r.task for r in magics.runs][-1] == "outer task"
+    assert "nested task" not in [r.task for r in magics.runs]

@@ -41,6 +41,9 @@ from .arguments import (
 )
 
 
+_NONE = object()  # no _deepagent_run in the notebook yet
+
+
 @magics_class
 class DeepAgentMagics(Magics):
     """Run deep agents in the notebook. Defaults are traitlets: ``%config DeepAgentMagics.max_iters = 30``."""
@@ -155,6 +158,7 @@ class DeepAgentMagics(Magics):
         cells = followup.recent_cells(self.shell, self.cells if args.cells is None else args.cells, cell)
 
         run = Run(task, profile=agent.profile, run_id=args.run_id)
+        previous = namespace.get("_deepagent_run", _NONE)
         self.runs.append(run)
         namespace["_deepagent_run"] = run
         view = show_run(run, shell=self.shell, quiet=quiet, mode=args.display_mode or self.display_mode)
@@ -163,7 +167,13 @@ class DeepAgentMagics(Magics):
         except KeyboardInterrupt:
             print(f"deepagent: interrupted after {len(run.steps)} steps; the run is kept in _deepagent_run")
             raise
-        except NamespaceBusy as exc:  # another run is using this notebook's namespace
+        except NamespaceBusy as exc:  # another run is using this notebook's namespace: this one never ran
+            self.runs.remove(run)
+            if namespace.get("_deepagent_run") is run:  # the running one stays the notebook's
+                if previous is _NONE:
+                    del namespace["_deepagent_run"]
+                else:
+                    namespace["_deepagent_run"] = previous
             raise UsageError(str(exc)) from None
         finally:
             view.close()
