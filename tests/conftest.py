@@ -55,3 +55,18 @@ def _no_time_limit_left_on_the_main_thread():
         for block in left:
             block.limit.close()
         pytest.fail(f"this test left {len(left)} time-limit block(s) active on the main thread")
+
+
+@pytest.fixture(autouse=True)
+def _sigint_is_left_as_it_was():
+    """Code that changes SIGINT while it works (the stop button's clean-up) must put it back: an ignored
+    SIGINT would also be inherited by every kernel and subprocess started later, which then cannot be
+    interrupted. Fail the test that left it changed, not the ones after it."""
+    import signal
+
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    after = signal.getsignal(signal.SIGINT)
+    if after is not before:
+        signal.signal(signal.SIGINT, before)
+        pytest.fail(f"this test left SIGINT's handler changed ({after!r}, was {before!r})")

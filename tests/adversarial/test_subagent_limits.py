@@ -250,3 +250,26 @@ def test_the_stop_button_during_delegate_batched_takes_effect_within_a_second(tm
         f"after {took:.1f} s; the host said:\n{host.stderr.read()[-3000:]}")
     assert took < 1.6, f"the stop button took {took:.1f} s"
     assert len(kernels) == 2 and all(gone(pid) for pid in kernels)
+
+
+def test_the_stop_buttons_clean_up_puts_sigint_back_even_when_an_exception_lands_there(monkeypatch):
+    """While the stop button's clean-up runs, further presses are ignored; after it SIGINT must be as it
+    was, even if the time limit's exception lands just as it is put back (an ignored SIGINT would also
+    be inherited by every kernel and subprocess started later)."""
+    from deepagent_magics.tools.delegation import supervise
+
+    before = signal.getsignal(signal.SIGINT)
+    real, calls = signal.signal, []
+
+    def flaky(signum, handler):
+        calls.append(handler)
+        if len(calls) == 2:  # the restore: an asynchronous exception lands here once
+            raise TimeoutError("landed during the restore")
+        return real(signum, handler)
+
+    monkeypatch.setattr(supervise.signal, "signal", flaky)
+    with pytest.raises(TimeoutError, match="landed during the restore"):
+        with supervise._sigint_ignored():
+            assert signal.getsignal(signal.SIGINT) not in (before, signal.SIG_IGN)  # pressed again: a no-op
+    monkeypatch.undo()
+    assert signal.getsignal(signal.SIGINT) is before

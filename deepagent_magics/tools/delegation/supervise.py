@@ -108,20 +108,40 @@ def _supervise(run: Run, tree: Tree, me: Child | None, children: list[Child], ma
 
 @contextlib.contextmanager
 def _sigint_ignored() -> Iterator[None]:
-    """Ignore SIGINT meanwhile (on the main thread; elsewhere signals do not land anyway)."""
+    """Ignore SIGINT meanwhile (on the main thread; elsewhere signals do not land anyway).
+
+    A no-op Python handler, not SIG_IGN: an ignored SIGINT is inherited by every process started
+    meanwhile (a kernel, a subprocess), which then cannot be interrupted. The previous handler is
+    put back even when an exception (the time limit's) lands on the way out."""
     previous = signal.getsignal(signal.SIGINT)
     if threading.current_thread() is not threading.main_thread() or previous is None:  # None: a C handler
         yield
         return
     try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, _pressed_again)
     except (ValueError, OSError):
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        _restore_sigint(previous)
+
+
+def _pressed_again(signum: int, frame: Any) -> None:
+    """The stop button, pressed again while the first press is handled: nothing more to do."""
+
+
+def _restore_sigint(previous: Any) -> None:
+    deferred: BaseException | None = None
+    for _ in range(100):
+        try:
+            signal.signal(signal.SIGINT, previous)
+            break
+        except BaseException as exc:  # noqa: B036 - an asynchronous exception landing here: retry, then raise
+            deferred = deferred or exc
+    if deferred is not None:
+        raise deferred
 
 
 def _stop_all(run: Run, running: list[Child], pending: deque[Child]) -> None:
