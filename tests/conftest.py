@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 
 # Hypothesis keeps caches (unicode data) in its storage directory: a temporary one, not the repository.
@@ -13,6 +14,12 @@ import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402
 from IPython import get_ipython  # noqa: E402
 from IPython.testing.globalipapp import start_ipython  # noqa: E402
+
+# A shell starts a background job (`make test &`, some CI runners) with SIGINT ignored, and Python then
+# keeps it ignored: nothing could be interrupted, and every kernel and subprocess a test starts would
+# inherit that. The tests of the stop button and of interrupts need SIGINT as a notebook has it.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 settings.register_profile("deepagent", database=None)  # no .hypothesis/ folder in the repository
 settings.load_profile("deepagent")
