@@ -188,7 +188,8 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _stream(self, body: dict[str, Any], reply: Reply) -> None:
+        def _open_event_stream(self, reply: Reply) -> None:
+            """The headers of a server-sent-events answer (OpenAI's and Anthropic's streams alike)."""
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Cache-Control", "no-cache")
@@ -197,6 +198,9 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 self.send_header(name, value)
             self.end_headers()
             self.close_connection = True
+
+        def _stream(self, body: dict[str, Any], reply: Reply) -> None:
+            self._open_event_stream(reply)
             text, size = reply.content, max(1, reply.chunk)
             pieces = [text[i:i + size] for i in range(0, len(text), size)] or [""]
             for index, piece in enumerate(pieces):
@@ -215,14 +219,7 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
             self.wfile.flush()
 
         def _stream_events(self, reply: Reply, events: Iterable[tuple[str, dict[str, Any], bool]]) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Connection", "close")
-            for name, value in reply.headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.close_connection = True
+            self._open_event_stream(reply)
             for name, payload, pause in events:
                 self.wfile.write(f"event: {name}\ndata: ".encode() + json.dumps(payload).encode() + b"\n\n")
                 self.wfile.flush()
