@@ -14,9 +14,9 @@ thread (an evaluation runs agents in worker threads) or switch the timer off. So
   exception in any other thread.
 - Once raised, the exception arms a trace function in the code's thread that raises it
   again at the next line of the agent's own code (its steps and the functions they
-  define), so an ``except`` clause there that catches it is left at once (one level per
-  delivery: CPython switches tracing off when a trace function raises, and each delivery
-  arms it again).
+  define), so an ``except`` clause there that catches it is left at once. CPython
+  switches tracing off when a trace function raises; the caught exception arms it again
+  when it dies at the end of its handler, so nested handlers are left one after another.
 - While a limited block runs, ``time.sleep`` is an interruptible sleep that honours the
   limit (Python cannot interrupt a C sleep in a worker thread), and the calls that would
   switch the timer off are refused (`timer_patches`).
@@ -68,6 +68,20 @@ class ExecutionTimeout(BaseException):
         if block is not None:
             block.caught = block.deliveries
             block.arm(sys._getframe(1))
+
+
+    def __del__(self) -> None:
+        """A caught one dies when its handler ends: arm again there, so the agent code's next line raises.
+
+        Raising from the trace function switches tracing off, so without this a handler
+        that catches the raise runs on untraced until the watchdog's next delivery, and
+        code with nested handlers escapes only when a delivery happens to land between them."""
+        try:
+            block = _expired_block()
+            if block is not None and block.thread == threading.get_ident():
+                block.arm(sys._getframe(1))
+        except BaseException:  # noqa: S110 - at interpreter shutdown, or hit by a delivery: the watchdog retries
+            pass
 
 
 def _unarmed() -> ExecutionTimeout:

@@ -35,6 +35,15 @@ HOSTILE = {
     "nested handlers":
         "import time\nwhile True:\n    try:\n        while True:\n            try:\n                time.sleep(1)\n"
         "            except BaseException:\n                pass\n    except BaseException:\n        pass",
+    "three nested handlers, each looping":
+        "import time\nwhile True:\n    try:\n        while True:\n            try:\n                while True:\n"
+        "                    try:\n                        time.sleep(1)\n                    except BaseException:\n"
+        "                        pass\n            except BaseException:\n                pass\n"
+        "    except BaseException:\n        pass",
+    "nested handlers in a busy loop":
+        "n = 0\nwhile True:\n    try:\n        while True:\n            try:\n                while True:\n"
+        "                    n += 1\n            except BaseException:\n                n = 0\n"
+        "    except BaseException:\n        n = 0",
     "a finally that loops":
         "import time\ntry:\n    time.sleep(30)\nfinally:\n    while True:\n        try:\n            time.sleep(1)\n"
         "        except BaseException:\n            pass",
@@ -115,7 +124,8 @@ def test_the_limit_stops_code_that_fights_it_on_the_main_thread(tmp_path, case):
 
 
 @pytest.mark.parametrize("case", ["bare except around sleep", "except BaseException around sleep",
-                                  "pure-Python loop with bare except", "nested handlers", "a finally that loops",
+                                  "pure-Python loop with bare except", "nested handlers", "three nested handlers, each looping",
+                                  "nested handlers in a busy loop", "a finally that loops",
                                   "from time import sleep", "a with-statement that swallows",
                                   "setitimer(ITIMER_REAL, 0) first", "the watchdog thread attacked",
                                   "plain sleep(15)"])
