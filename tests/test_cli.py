@@ -200,6 +200,7 @@ BAD = {
     "steps not a number": ["run", "x", "--lm", "scripted:s.json", "--max-iters", "many"],
     "negative timeout": ["run", "x", "--lm", "scripted:s.json", "--timeout", "-1"],
     "negative depth": ["run", "x", "--lm", "scripted:s.json", "--max-depth", "-1"],
+    "a pool of thousands of kernels": ["run", "x", "--lm", "scripted:s.json", "--pool-size", "5000"],
     "no model at all": ["run", "x"],
     "a missing script": ["run", "x", "--lm", "scripted:nope.json"],
     "a script that is not JSON": ["run", "x", "--lm", "scripted:garbage.txt"],

@@ -44,6 +44,17 @@ def non_negative(text: str) -> int:
     return value
 
 
+def pool_size(text: str) -> int:
+    from ..interpreters.pool.pool import check_size
+
+    value = non_negative(text)
+    try:
+        check_size(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
+
+
 def build_parser() -> Parser:
     parser = Parser(prog="deepagent", description="Run a deep agent from the shell, and read its run records.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
@@ -77,7 +88,7 @@ def build_parser() -> Parser:
                      help="seconds a sub-agent may run")
     run.add_argument("--max-parallel", dest="max_parallel", type=positive(int), default=4,
                      help="most sub-agents running at once")
-    run.add_argument("--pool-size", dest="pool_size", type=non_negative, default=0,
+    run.add_argument("--pool-size", dest="pool_size", type=pool_size, default=0,
                      help="sub-agent kernels started ahead of need (default 0: on demand)")
     run.add_argument("--kernel-name", dest="kernel_name", help="kernel spec for sub-agents (default: this Python)")
     run.add_argument("--gateway-url", dest="gateway_url",

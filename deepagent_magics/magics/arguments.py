@@ -87,9 +87,15 @@ def check_subagent_settings(settings: dict[str, Any]) -> None:
     for name in ("max_subagents", "subagent_max_iters", "max_parallel"):
         check_positive(f"--{name.replace('_', '-')}", settings.get(name))
     check_seconds("--subagent-timeout", settings.get("subagent_timeout"))
-    for name in ("max_depth", "pool_size"):
-        if settings.get(name) is not None and settings[name] < 0:
-            raise UsageError(f"--{name.replace('_', '-')} must be 0 or more, got {settings[name]}")
+    if settings.get("max_depth") is not None and settings["max_depth"] < 0:
+        raise UsageError(f"--max-depth must be 0 or more, got {settings['max_depth']}")
+    if settings.get("pool_size") is not None:
+        from ..interpreters.pool.pool import check_size
+
+        try:
+            check_size(settings["pool_size"])
+        except ValueError as exc:
+            raise UsageError(f"--pool-size: {exc}") from None
     if settings.get("kernel_name"):
         from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 

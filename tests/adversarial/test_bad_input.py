@@ -320,3 +320,36 @@ def test_unknown_flags_and_bad_numbers_stay_one_line(ip, lm):
     for line in ("--bogus", "--max-iters x", "--max-iters 0", "--lm nowhere", "--profile ../../etc/passwd"):
         one_line_error(run_cell(ip, line))
     assert lm.requests == []
+
+
+@pytest.mark.parametrize("flag", ["--pool-size -1", "--pool-size 100000"])
+def test_a_pool_size_that_would_start_thousands_of_kernels_is_one_line(ip, lm, flag):
+    """A typo'd --pool-size must not start 100000 kernels before anything can stop it."""
+    from deepagent_magics.interpreters.pool import pool as pool_module
+
+    made = []
+    real = pool_module.KernelPool.__init__
+
+    def recording_init(self, size=pool_module.DEFAULT_SIZE, *args, **kwargs):
+        made.append(size)
+        real(self, size, *args, **kwargs)
+
+    pool_module.KernelPool.__init__ = recording_init
+    try:
+        message = one_line_error(ip.run_cell(f"%deepagent_config {flag}"))
+        assert "--pool-size" in message and "64" in message, message
+        ip.run_cell(f"%config DeepAgentMagics.pool_size = {flag.split()[1]}")  # the traitlet: checked at the cell
+        message = one_line_error(run_cell(ip, "--lm lm"))
+        assert "--pool-size" in message and "64" in message, message
+    finally:
+        pool_module.KernelPool.__init__ = real
+        ip.run_line_magic("deepagent_config", "--reset")
+    assert [size for size in made if size > pool_module.MAX_SIZE] == [] and lm.requests == []
+
+
+def test_the_python_api_refuses_a_pool_size_beyond_the_bound():
+    from deepagent_magics.interpreters.pool.pool import MAX_SIZE, KernelPool
+
+    for size in (-1, MAX_SIZE + 1):
+        with pytest.raises(ValueError, match=f"between 0 and {MAX_SIZE}"):
+            KernelPool(size=size)

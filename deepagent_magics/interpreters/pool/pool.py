@@ -28,6 +28,13 @@ from .kernel import HOST_KERNEL, STARTUP_TIMEOUT, Kernel, KernelStartError
 log = logging.getLogger(__name__)
 
 DEFAULT_SIZE = 2
+MAX_SIZE = 64  # each ready kernel is a started process (~100 MB); more kept idle is a typo, not a plan
+
+
+def check_size(size: int) -> None:
+    if not 0 <= size <= MAX_SIZE:
+        raise ValueError(f"pool size must be between 0 and {MAX_SIZE}, got {size}")
+
 
 
 class KernelPool:
@@ -42,8 +49,7 @@ class KernelPool:
 
     def __init__(self, size: int = DEFAULT_SIZE, kernel_name: str | None = None, cwd: str | None = None,
                  startup_timeout: float = STARTUP_TIMEOUT, gateway: Any = None):
-        if size < 0:
-            raise ValueError(f"pool size must be >= 0, got {size}")
+        check_size(size)
         self.size = size
         self.kernel_name = kernel_name
         self.cwd = cwd
@@ -118,8 +124,7 @@ class KernelPool:
             self._in_use.discard(kernel)
 
     def resize(self, size: int) -> None:
-        if size < 0:
-            raise ValueError(f"pool size must be >= 0, got {size}")
+        check_size(size)
         with self._cond:
             self.size = size
             extra = [self._ready.pop() for _ in range(max(0, len(self._ready) - size))]
