@@ -23,10 +23,12 @@ so a step behaves the same in the notebook and in a sub-agent's kernel.
 
 import ast
 import builtins
+import ctypes
 import errno
 import json
 import linecache
 import os
+import sys
 import threading
 import time
 import traceback
@@ -85,6 +87,37 @@ def make_submit(names):
 
     SUBMIT.__doc__ = f"Finish the run with the final outputs: SUBMIT({', '.join(names)})."
     return SUBMIT
+
+
+def exec_step(body, tail, filename, namespace):
+    """Run a step's statements, then evaluate its trailing expression (``tail``, or None): its value.
+
+    Afterwards the thread's handled exception (``sys.exc_info()``) is what it was before. CPython 3.11
+    leaves it set when a trace function raises in a ``with`` statement's exit handler: the time
+    limit's tracer does that to code whose ``__exit__`` swallows the timeout, and agent code can do it
+    on purpose. Left set, the user's next bare ``raise`` re-raises the agent's exception, and every
+    later traceback in the kernel reads "During handling of the above exception". The thread's trace
+    function is put back too: one the code installed would trace every later cell."""
+    before, trace = sys.exc_info()[1], sys.gettrace()
+    error = None
+    try:
+        exec(compile(body, filename, "exec"), namespace)
+        value = eval(compile(tail, filename, "eval"), namespace) if tail is not None else None
+    except BaseException as exc:  # noqa: BLE001 - raised again below, outside any handler
+        error = exc
+    sys.settrace(trace)
+    _set_handled_exception(None if before is None else id(before))
+    if error is not None:
+        try:
+            raise error
+        finally:
+            error = None  # no cycle through this frame
+    return value
+
+
+_set_handled_exception = ctypes.pythonapi.PyErr_SetHandledException  # new in 3.11; takes a new reference
+_set_handled_exception.argtypes = [ctypes.c_void_p]
+_set_handled_exception.restype = None
 
 
 def split_trailing_expression(tree):
@@ -172,8 +205,7 @@ class Runtime:
             # own process kills (os._exit) stay: it is the sub-agent's disposable process, watched by the host.
             with guards.guarded(kills=False) if guards is not None else nullcontext():
                 try:
-                    exec(compile(body, filename, "exec"), self.namespace)
-                    value = eval(compile(tail, filename, "eval"), self.namespace) if tail is not None else None
+                    value = exec_step(body, tail, filename, self.namespace)
                 except Submitted as submitted:
                     return {"status": "submit", "output": wire.to_wire(submitted.output, "a SUBMIT value")}
         except KeyboardInterrupt:

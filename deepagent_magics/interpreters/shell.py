@@ -37,6 +37,7 @@ from .kernel_side import (
     STEP_PREFIX,
     Submitted,
     echo,
+    exec_step,
     format_traceback,
     make_submit,
     split_trailing_expression,
@@ -170,9 +171,7 @@ class ShellInterpreter(StepInterpreter):
         try:
             with capture_streams() as stream, capture_displays(self.shell, stream), guarded(), limit:
                 try:
-                    if body.body:
-                        exec(compile(body, filename, "exec"), self.namespace)
-                    value = eval(compile(tail, filename, "eval"), self.namespace) if tail is not None else None
+                    value = exec_step(body, tail, filename, self.namespace)
                 except Submitted as submitted:
                     return FinalOutput(submitted.output)
         except ExecutionTimeout:

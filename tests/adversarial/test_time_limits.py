@@ -251,3 +251,33 @@ def test_an_interrupt_landing_while_a_block_starts_or_ends_leaves_nothing_behind
     assert not [block for block in getattr(time_limit._local, "stack", ()) if block.active]
     assert (signal.getsignal(signal.SIGALRM), time.sleep) == before
     time.sleep(0.5)  # past the block's limit: nothing may be delivered here
+
+
+# The agent's code may leave the thread's handled exception set (CPython 3.11 does when a trace function
+# raises in a `with` statement's exit handler): the user's next bare `raise` would re-raise the agent's
+# exception, and every later traceback would read "During handling of the above exception".
+LEAVES_THREAD_STATE = {
+    "the timeout swallowed by __exit__": HOSTILE["a with-statement that swallows"],
+    "its own trace function, left installed": "import sys\nsys.settrace(lambda frame, event, arg: None)\nx = 1",
+}
+
+
+@pytest.mark.parametrize("case", list(LEAVES_THREAD_STATE))
+def test_no_handled_exception_or_trace_function_is_left_in_the_users_thread(tmp_path, case):
+    assert sys.exc_info() == (None, None, None)
+    run, _ = run_hostile(LEAVES_THREAD_STATE[case], {}, tmp_path)
+    assert run.status == "finished", run.error
+    assert sys.gettrace() is None  # a tracer the code installed is not left tracing the user's cells
+    assert sys.exc_info() == (None, None, None)
+    with pytest.raises(RuntimeError, match="No active exception to reraise"):
+        raise  # noqa: PLE0704 - what a user's bare `raise` does after the run
+
+
+def test_no_handled_exception_is_left_behind_in_a_kernel(ip, tmp_path):
+    """Through the magic in a real shell: the next cell's bare `raise` has nothing to re-raise."""
+    ip.user_ns["lm"] = ScriptedLM([("Fight.", HOSTILE["a with-statement that swallows"]), ("Done.", "SUBMIT(result='ok')")])
+    result = ip.run_cell(f"%%deepagent --lm lm --timeout 1 --workspace {tmp_path}\nfight")
+    assert result.error_in_exec is None, result.error_in_exec
+    assert "TimeoutError" in ip.user_ns["_deepagent_run"].steps[0].output
+    after = ip.run_cell("raise")
+    assert isinstance(after.error_in_exec, RuntimeError), after.error_in_exec
