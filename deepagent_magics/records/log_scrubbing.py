@@ -41,7 +41,7 @@ class LibraryScrubFilter(logging.Filter):
 
     The record leaves with ``msg`` the scrubbed text and no ``args``, so a handler formats it
     as is whatever the arguments were (dicts, numbers, objects). A record whose arguments do not
-    fit its message keeps both, scrubbed, as text. A traceback that held a secret is kept only
+    fit its message keeps both, scrubbed, as text. Text fields added with ``extra=`` are scrubbed too. A traceback that held a secret is kept only
     as its scrubbed text (``exc_info`` is dropped, so no handler renders the raw exception).
     """
 
@@ -63,7 +63,13 @@ class LibraryScrubFilter(logging.Filter):
             record.exc_text = scrubbed
         if record.stack_info:
             record.stack_info = scrub(record.stack_info)
+        for name, value in list(vars(record).items()):  # ``extra=`` fields a formatter may print
+            if name not in _STANDARD and isinstance(value, (str, dict, list)):
+                setattr(record, name, scrub(value))
         return True
+
+
+_STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 
 
 FILTER = LibraryScrubFilter()

@@ -126,6 +126,24 @@ def test_a_chained_exception_from_a_provider_is_scrubbed(ip, secrets, capture):
     assert not leaks(captured.text, KEY), captured.text
 
 
+def test_a_field_given_with_extra_is_scrubbed(ip, secrets, capture):
+    captured = capture("LiteLLM Proxy")
+    captured.handler.setFormatter(logging.Formatter("%(message)s key=%(api_key)s headers=%(headers)s n=%(n)d"))
+    captured.logger.info("call", extra={"api_key": KEY, "headers": {"Authorization": f"Bearer {BEARER}"}, "n": 3})
+    assert "call key=" in captured.text and "n=3" in captured.text
+    assert not leaks(captured.text, KEY, BEARER), captured.text
+
+
+def test_a_message_object_whose_str_quotes_the_key_is_scrubbed(ip, secrets, capture):
+    class Failure:
+        def __str__(self):
+            return f"provider error for {TOKEN}"
+
+    captured = capture("dspy.clients.lm")
+    captured.logger.error(Failure())
+    assert "provider error for" in captured.text and not leaks(captured.text, TOKEN), captured.text
+
+
 def test_records_of_other_loggers_are_left_alone(ip, secrets, capture):
     for name in ("myapp", "dspyx", "httpx_helper", "notebook.dspy"):
         captured = capture(name)
