@@ -189,3 +189,22 @@ def test_the_lm_s_own_settings_go_into_the_request_but_not_its_client_settings()
     request = lm.history[-1]["request"]
     assert (request.config.temperature, request.config.max_tokens) == (0.4, 55)  # the call's setting wins
     assert "sk-should-not-travel" not in repr(request)
+
+
+def test_structured_output_and_tools_travel_in_the_request():
+    """What JSONAdapter and native function calling add to a call (a pydantic format, tools) is carried."""
+    import pydantic
+
+    from deepagent_magics.core.lm_requests import RequestLM
+
+    class Out(pydantic.BaseModel):
+        answer: str
+
+    lm = DummyLM([{"answer": "4"}, {"answer": "5"}])
+    tool = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}}}
+    with no_messages_warning():
+        RequestLM(lm)(messages=MESSAGES, response_format=Out)
+        schema = lm.history[-1]["request"].config.response_format
+        RequestLM(lm)(messages=MESSAGES, tools=[tool])
+    assert schema["name"] == "Out" and schema["schema"]["required"] == ["answer"]
+    assert [t.name for t in lm.history[-1]["request"].tools] == ["lookup"]
