@@ -41,11 +41,21 @@ class LibraryScrubFilter(logging.Filter):
 
     The record leaves with ``msg`` the scrubbed text and no ``args``, so a handler formats it
     as is whatever the arguments were (dicts, numbers, objects). A record whose arguments do not
-    fit its message keeps both, scrubbed, as text. Text fields added with ``extra=`` are scrubbed too. A traceback that held a secret is kept only
-    as its scrubbed text (``exc_info`` is dropped, so no handler renders the raw exception).
+    fit its message keeps both, scrubbed, as text. Text fields added with ``extra=`` are scrubbed
+    too. A traceback that held a secret is kept only as its scrubbed text (``exc_info`` is dropped,
+    so no handler renders the raw exception). A record that cannot be scrubbed is withheld: its
+    message says so, and the library's call goes on.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            self._scrub(record)
+        except Exception:  # never break the library's call; never let the raw record through
+            record.msg, record.args, record.exc_info, record.exc_text, record.stack_info = (
+                "[log record withheld: it could not be scrubbed of secrets]", None, None, None, None)
+        return True
+
+    def _scrub(self, record: logging.LogRecord) -> None:
         try:
             message = record.getMessage()
         except Exception:  # a malformed record: keep what it says, as text, scrubbed
@@ -66,7 +76,6 @@ class LibraryScrubFilter(logging.Filter):
         for name, value in list(vars(record).items()):  # ``extra=`` fields a formatter may print
             if name not in _STANDARD and isinstance(value, (str, dict, list)):
                 setattr(record, name, scrub(value))
-        return True
 
 
 _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
@@ -83,36 +92,42 @@ def _library_loggers() -> list[logging.Logger]:
     return [logging.getLogger(name) for name in sorted(set(existing) | set(FAMILIES))]
 
 
-_previous_factory: Any = None  # logging's record factory before ours, while ours is in the chain
+class _RecordFactory:
+    """In front of the record factory that was there: gives a library logger made since the filter."""
+
+    def __init__(self, previous: Any):
+        self.previous = previous
+
+    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = self.previous(*args, **kwargs)
+        if _holders and in_families(getattr(record, "name", "")):
+            logger = logging.getLogger(record.name)
+            if FILTER not in logger.filters:
+                logger.addFilter(FILTER)  # Logger.handle runs it on this very record next
+        return record
 
 
-def _record_factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
-    record = _previous_factory(*args, **kwargs)
-    if _holders and in_families(record.name):  # a library logger made since: give it the filter now
-        logger = logging.getLogger(record.name)
-        if FILTER not in logger.filters:
-            logger.addFilter(FILTER)  # Logger.handle runs it on this very record next
-    return record
+_factory: _RecordFactory | None = None  # ours, while it is in logging's chain
 
 
 def _attach() -> None:
-    global _previous_factory
+    global _factory
     for logger in _library_loggers():
         if FILTER not in logger.filters:
             logger.addFilter(FILTER)
-    if _previous_factory is None:
-        _previous_factory = logging.getLogRecordFactory()
-        logging.setLogRecordFactory(_record_factory)
+    if _factory is None:
+        _factory = _RecordFactory(logging.getLogRecordFactory())
+        logging.setLogRecordFactory(_factory)
 
 
 def _detach() -> None:
-    global _previous_factory
+    global _factory
     for logger in list(logging.root.manager.loggerDict.values()):
         if isinstance(logger, logging.Logger) and FILTER in logger.filters:
             logger.removeFilter(FILTER)
-    if _previous_factory is not None and logging.getLogRecordFactory() is _record_factory:
-        logging.setLogRecordFactory(_previous_factory)
-        _previous_factory = None
+    if _factory is not None and logging.getLogRecordFactory() is _factory:  # else wrapped since: stays, idle
+        logging.setLogRecordFactory(_factory.previous)
+        _factory = None
 
 
 def install(holder: Any = "extension") -> None:

@@ -144,6 +144,19 @@ def test_a_message_object_whose_str_quotes_the_key_is_scrubbed(ip, secrets, capt
     assert "provider error for" in captured.text and not leaks(captured.text, TOKEN), captured.text
 
 
+def test_a_record_that_cannot_be_scrubbed_is_withheld_and_the_library_call_goes_on(ip, secrets, capture):
+    class Hostile:
+        def __str__(self):
+            raise RuntimeError(f"str() failed for {KEY}")
+
+        __repr__ = __str__
+
+    captured = capture("dspy.clients.lm")
+    captured.logger.warning(Hostile())  # logging itself would print a traceback quoting the key
+    captured.logger.warning("key %s", Hostile())
+    assert captured.text.count("withheld") == 2 and not leaks(captured.text, KEY), captured.text
+
+
 def test_records_of_other_loggers_are_left_alone(ip, secrets, capture):
     for name in ("myapp", "dspyx", "httpx_helper", "notebook.dspy"):
         captured = capture(name)
