@@ -20,7 +20,7 @@ from .core import DeepAgent, Event, Run, extensions, threads
 from .core.subagent_types import SubAgentType
 from .interpreters import KernelPool, ShellInterpreter
 from .interpreters.shell import ShellInterpreterFactory
-from .records import log_root_run, record_root_run
+from .records import log_root_run, log_scrubbing, record_root_run
 from .records.threads import load_thread
 from .testing import ScriptedLM
 from .tools import base_tools
@@ -46,6 +46,7 @@ extensions.add_tools(skill_tools)  # list_skills, read_skill
 extensions.add_instructions_provider(offer_skills)  # each skill's name and description, bounded
 threads.add_loader(load_thread)  # --continue after a kernel restart: threads from the run records
 extensions.add_run_hook(log_root_run)
+extensions.add_run_hook(log_scrubbing.scrub_library_logs)  # DSPy's, LiteLLM's, httpx's logs, while a run works
 extensions.use_server_tools(mcp_tools)
 _compat.install()
 
@@ -54,6 +55,7 @@ def load_ipython_extension(ipython) -> None:
     from .magics import register
 
     register(ipython)
+    log_scrubbing.install()  # DSPy's and its clients' log records scrubbed while the extension is loaded
 
 
 def unload_ipython_extension(ipython) -> None:
@@ -61,6 +63,7 @@ def unload_ipython_extension(ipython) -> None:
     from .magics import unregister
 
     unregister(ipython)
+    log_scrubbing.release()
     stop_default_pool()  # no sub-agent kernel outlives the extension
 
 

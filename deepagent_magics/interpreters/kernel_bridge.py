@@ -27,6 +27,7 @@ from typing import Any, Callable
 from dspy.utils.callback import with_callbacks
 
 from ..core.calling import run_coroutine
+from ..core.lm_requests import facade_requests
 from .facade_guard import FacadeGuard
 from .kernel_side import TOOL_PROMPT
 from .wire import NotCarried, to_wire
@@ -123,7 +124,10 @@ class ToolBridge:
 
 
 def _awaited(tool: Callable[..., Any]) -> Callable[..., Any]:
-    """``tool``, with a coroutine it returns run to completion (RLM wraps async tools in async functions)."""
+    """``tool``, with a coroutine it returns run to completion (RLM wraps async tools in async functions).
+
+    DSPy's facade call tool calls its LM with a Request, not the deprecated ``messages=`` (`lm_requests`)."""
+    tool = facade_requests(tool)
 
     @functools.wraps(tool)
     def call(*args: Any, **kwargs: Any) -> Any:
