@@ -7,7 +7,7 @@ this policy on (`with_retries`): every LM call of the run (each step, ``llm_quer
 compaction summary, sub-agents) waits ``Retry-After`` when the provider gives one and it is at
 most `RetryPolicy.max_wait`, else an exponential backoff; a rate limit that asks for longer fails
 at once, saying so. Each wait is a ``provider_retry`` event on the run (data: attempt, wait,
-cause), so the status line can say what the run is waiting for.
+cause, retries: the most there will be), so the status line can say what the run is waiting for.
 
 Tune it per agent (``agent.retry_policy = RetryPolicy(retries=5, max_wait=120)``) or for every
 agent (``DeepAgent.retry_policy = ...``). Other LMs (a `ScriptedLM`, a custom engine or ``BaseLM``)
@@ -24,7 +24,7 @@ from typing import Any
 import dspy
 from dspy.utils.exceptions import LMError, is_retryable_lm_error
 
-PROVIDER_RETRY = "provider_retry"  # the run event (data: attempt, wait, cause)
+PROVIDER_RETRY = "provider_retry"  # the run event (data: attempt, wait, cause, retries)
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,8 @@ class RetryingLM:
             raise exc
         run = self._deepagent_run
         if run is not None:
-            run.emit(PROVIDER_RETRY, attempt=attempt, wait=wait, cause=cause(exc))
+            run.emit(PROVIDER_RETRY, attempt=attempt, wait=wait, cause=cause(exc),
+                     retries=self._deepagent_policy.retries)
         return wait
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
