@@ -24,6 +24,8 @@ from typing import Any
 import dspy
 from dspy.utils.exceptions import LMError, is_retryable_lm_error
 
+from .query_streaming import StreamingQueries
+
 PROVIDER_RETRY = "provider_retry"  # the run event (data: attempt, wait, cause, retries)
 
 
@@ -118,10 +120,11 @@ def with_retries(lm: Any, run: Any, policy: RetryPolicy | None) -> Any:
         return lm  # a custom engine (a ScriptedLM's) owns its connection: DSPy's own retries apply
     base = type(lm)
     if issubclass(base, RetryingLM):
-        base = base.__mro__[2]  # a sub-agent gets its parent's copy: wrap what it wraps
+        base = base.__mro__[3]  # a sub-agent gets its parent's copy: wrap what it wraps
     cls = _classes.get(base)
     if cls is None:
-        cls = _classes[base] = type(base.__name__, (RetryingLM, base), {"__module__": base.__module__})
+        cls = _classes[base] = type(base.__name__, (StreamingQueries, RetryingLM, base),  # llm_query streams
+                                    {"__module__": base.__module__})
     if policy.retries is None:
         own = lm._deepagent_policy.retries if isinstance(lm, RetryingLM) else getattr(lm, "num_retries", 3)
         policy = replace(policy, retries=own)

@@ -40,7 +40,7 @@ from ..core.run import (
     Event,
     Run,
 )
-from ..core.streaming import STEP_STREAMING
+from ..core.streaming import LLM_QUERY_STREAMING, STEP_STREAMING
 from ..core.workspace import Workspace
 from .controls import SteeringControls
 from .markup import (
@@ -56,7 +56,7 @@ from .markup import (
     tree_html,
 )
 from .retries import line_html, note_html, retry_line, waiting_area
-from .streaming import writing_panel
+from .streaming import query_html, writing_panel
 
 PAGE_SIZE = 50
 TREE_MAX_FILES = 300
@@ -96,6 +96,7 @@ class StepView:
         self.notes = list(notes or [])
         self.output: str | None = None
         self.live: str | None = None  # the retry of an llm_query the step's code is waiting for
+        self.queries: dict[Any, str] = {}  # the llm_queries being answered (core/query_streaming.py)
         self.body = W.HTML(self._html(), layout=_Shared.get("layout"), style=_Shared.get("html_style"))
         self.subagents: W.VBox | None = None
         self.widget = W.Accordion(children=[self.body], titles=(step_title(index, reasoning, None),),
@@ -103,12 +104,24 @@ class StepView:
 
     def _html(self) -> str:
         return (note_html(self.notes) + step_body(self.reasoning, self.code, self.output, self.code_html)
-                + (line_html(self.live) if self.live else ""))
+                + "".join(self.queries.values()) + (line_html(self.live) if self.live else ""))
 
     def finish(self, output: str) -> None:
         self.output, self.live = output, None
+        self.queries.clear()
         self.body.value = self._html()
         self.widget.titles = (step_title(self.index, self.reasoning, output),)
+
+    def querying(self, data: dict[str, Any]) -> None:
+        """An llm_query of this running step is being answered (gone when it is done)."""
+        if self.output is not None:
+            return
+        if data.get("done"):
+            if self.queries.pop(data.get("query"), None) is None:
+                return
+        else:
+            self.queries[data.get("query")] = query_html(data)
+        self.body.value = self._html()
 
     def retrying(self, line: str) -> None:
         """An llm_query of this running step is being retried: the line shows until the step ends."""
@@ -264,6 +277,10 @@ class Dashboard:
             self.show_preview(data["path"])
         elif kind == SUBAGENT_STARTED:
             self._view_for(data["child"])
+        elif kind == LLM_QUERY_STREAMING and view is not None:
+            step = view.step(data.get("step"))
+            if step is not None:
+                step.querying(data)
         elif kind in (REPLY_RETRY, PROVIDER_RETRY) and view is not None:
             view.retry(kind, data)
         elif kind == COMPACTION and view is not None:
