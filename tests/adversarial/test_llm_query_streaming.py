@@ -200,3 +200,24 @@ def test_the_text_display_rewrites_one_line_for_the_llm_query(tmp_path):
     live = [text for text in terminal.written if text.startswith("\r") and "llm_query" in text]
     assert live and any("step 1 llm_query 1" in text and "Forty-two" in text for text in live)
     assert all("\n" not in text for text in live)
+
+
+@pytest.mark.kernel
+def test_a_sub_agents_llm_query_streams_on_the_sub_agents_run(tmp_path):
+    from deepagent_magics.interpreters.pool import KernelPool
+
+    delegate = {"reasoning": "Delegate.", "code": "reply = delegate('CHILD: find the answer')\nprint(reply)"}
+    probe = Probe()
+    pool = KernelPool(size=1)
+    try:
+        with FakeProvider([streamed(delegate), streamed(ASK), slow(ANSWER), streamed(SUBMIT),
+                           streamed(SUBMIT)]) as provider:
+            agent = DeepAgent(lm=provider_lm(provider), workspace=tmp_path, max_iters=6, pool=pool, timeout=60)
+            run = agent.run("Find the answer", {}, listeners=[probe])
+    finally:
+        pool.stop()
+    assert run.status == "finished" and run.result == ANSWER, run.error
+    child = run.steps[0].children[0]
+    seen = [(each is child, data["step"]) for kind, each, data, _ in probe.seen if kind == LLM_QUERY_STREAMING]
+    assert seen and set(seen) == {(True, 1)}
+    assert any(0 < len(data["text"]) < len(ANSWER) for kind, _, data, _ in probe.seen if kind == LLM_QUERY_STREAMING)
