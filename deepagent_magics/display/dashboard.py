@@ -94,6 +94,7 @@ class StepView:
         self.index, self.reasoning, self.code = index, reasoning, code
         self.code_html = highlight_code(code)
         self.notes = list(notes or [])
+        self.retried: list[str] = []  # its llm_queries' retries
         self.output: str | None = None
         self.live: str | None = None  # the retry of an llm_query the step's code is waiting for
         self.queries: dict[Any, str] = {}  # the llm_queries being answered (core/query_streaming.py)
@@ -104,7 +105,8 @@ class StepView:
 
     def _html(self) -> str:
         return (note_html(self.notes) + step_body(self.reasoning, self.code, self.output, self.code_html)
-                + "".join(self.queries.values()) + (line_html(self.live) if self.live else ""))
+                + "".join(self.queries.values()) + (line_html(self.live) if self.live else "")
+                + (note_html(self.retried, during=True) if self.output is not None else ""))
 
     def finish(self, output: str) -> None:
         self.output, self.live = output, None
@@ -125,7 +127,7 @@ class StepView:
 
     def retrying(self, line: str) -> None:
         """An llm_query of this running step is being retried: the line shows until the step ends."""
-        self.notes.append(line)
+        self.retried.append(line)
         self.live = line
         self.body.value = self._html()
 

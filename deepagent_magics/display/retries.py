@@ -6,7 +6,8 @@ run's waiting area below its steps (root and sub-agents alike); for an ``llm_que
 a running step's code, inside that step's entry. The line names the step, the cause and the
 wait (a provider fault) or the problem (an unreadable reply), and which attempt of how many;
 the newest retry replaces the one before. Once the step arrives (or finishes, for an
-``llm_query``) the line goes and the step's entry keeps a short "recovered" note; when the
+``llm_query``) the line goes and the step's entry keeps a short "recovered" (or, for an
+``llm_query``, "retried": the step's output says how the query ended) note; when the
 run ends instead, the line goes and the status line says why. Every text here is the model's
 or the provider's and is escaped: it is shown, never parsed.
 """
@@ -46,11 +47,15 @@ def line_html(line: str) -> str:
     return f'<div class="{RETRY_CLASS}">⟳ {esc(line)}</div>'
 
 
-def note_html(lines: list[str]) -> str:
-    """The note a step keeps once it arrived after retries: how many, and the last one."""
+def note_html(lines: list[str], during: bool = False) -> str:
+    """The note a step keeps after retries: how many, and the last one. ``during``: its llm_queries'
+    retries (whose outcome is the step's output), not the ones before the step arrived."""
     if not lines:
         return ""
-    head = "recovered" if len(lines) == 1 else f"recovered after {len(lines)} retries (last)"
+    if during:
+        head = "retried" if len(lines) == 1 else f"retried {len(lines)} times (last)"
+    else:
+        head = "recovered" if len(lines) == 1 else f"recovered after {len(lines)} retries (last)"
     return f'<div class="{NOTE_CLASS}"><small>⟳ {esc(head)}: {esc(lines[-1])}</small></div>'
 
 

@@ -186,8 +186,21 @@ def test_an_llm_query_retry_shows_inside_its_running_step(tmp_path):
     assert lines == ["⟳ llm_query in step 1: server error (503): overloaded: retrying in 0.05 s, attempt 2 of 3"]
     first = step_entries(watch.dashboard)[0]
     assert retry_lines(watch.dashboard.widget) == []
-    assert "⟳ recovered: llm_query in step 1: server error (503): overloaded" in seen(first)
+    assert "⟳ retried: llm_query in step 1: server error (503): overloaded" in seen(first)
+    assert "recovered" not in seen(first), "the step's output, not the note, says how the query ended"
     assert "recovered" not in seen(step_entries(watch.dashboard)[1])
+
+
+def test_an_llm_query_that_gives_up_leaves_no_live_line_and_is_not_called_recovered(tmp_path):
+    fault = Reply.failure(503, "overloaded", error_type="server_error")
+    script = [F(reasoning="Ask.", code="reply = llm_query('say 42')"), fault, fault, fault,
+              F(reasoning="Submit.", code="SUBMIT(result='42')")]
+    run, watch = play(script, tmp_path)
+    assert run.status == "finished", run.error
+    assert len(watch.snapshots) == 2 and run.steps[0].output.startswith("[Error]")
+    first = step_entries(watch.dashboard)[0]
+    assert retry_lines(watch.dashboard.widget) == []
+    assert "⟳ retried 2 times (last): llm_query in step 1" in seen(first) and "recovered" not in seen(first)
 
 
 @pytest.mark.kernel
