@@ -25,9 +25,11 @@ import dspy
 from deepagent_magics.testing_provider import FakeProvider, Reply
 def slow(reasoning, code):
     return Reply(content=Reply.fields(reasoning=reasoning, code=code).content, chunk=4, pause=0.12)
-provider = FakeProvider([slow({REASONING!r}, "total = 120 + 95 + 143\\nprint(total)"),
+provider = FakeProvider([Reply.failure(429, "Rate limit reached", headers={{"Retry-After": "2"}},
+                                       error_type="rate_limit_error"),
+                         slow({REASONING!r}, "total = 120 + 95 + 143\\nprint(total)"),
                          slow("Report it.", "SUBMIT(result=f'Total {{total}}')")]).start()
-lm = dspy.LM("openai/fake-model", api_base=provider.url, api_key="sk-local", cache=False, num_retries=0)
+lm = dspy.LM("openai/fake-model", api_base=provider.url, api_key="sk-local", cache=False, num_retries=1)
 %deepagent_config --workspace ws --display widgets
 """
 TASK_CELL = "%%deepagent --lm lm\nTotal the regional sales"
@@ -45,6 +47,12 @@ def test_the_page_shows_part_of_the_reasoning_before_the_step_completes(lab, pag
     page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=90_000)
     run_cell(page, 0, wait_for_count=True)
     run_cell(page, 1)
+
+    # A rate limit first: the dashboard says what the run waits for (display/retries.py), as text.
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('.deepagent-dashboard .dag-retry')].some(
+             e => e.innerText.includes('step 1: rate limited (429, Retry-After 2 s): retrying in 2 s, attempt 2 of 2'))""",
+        timeout=90_000)
 
     # While step 1 is written: part of its reasoning shows, the whole of it does not yet, no step entry yet.
     page.wait_for_function(

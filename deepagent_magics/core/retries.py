@@ -7,7 +7,7 @@ this policy on (`with_retries`): every LM call of the run (each step, ``llm_quer
 compaction summary, sub-agents) waits ``Retry-After`` when the provider gives one and it is at
 most `RetryPolicy.max_wait`, else an exponential backoff; a rate limit that asks for longer fails
 at once, saying so. Each wait is a ``provider_retry`` event on the run (data: attempt, wait,
-cause), so the status line can say what the run is waiting for.
+cause, retries: the most there will be), so the status line can say what the run is waiting for.
 
 Tune it per agent (``agent.retry_policy = RetryPolicy(retries=5, max_wait=120)``) or for every
 agent (``DeepAgent.retry_policy = ...``). Other LMs (a `ScriptedLM`, a custom engine or ``BaseLM``)
@@ -24,7 +24,9 @@ from typing import Any
 import dspy
 from dspy.utils.exceptions import LMError, is_retryable_lm_error
 
-PROVIDER_RETRY = "provider_retry"  # the run event (data: attempt, wait, cause)
+from .query_streaming import StreamingQueries
+
+PROVIDER_RETRY = "provider_retry"  # the run event (data: attempt, wait, cause, retries)
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,8 @@ class RetryingLM:
             raise exc
         run = self._deepagent_run
         if run is not None:
-            run.emit(PROVIDER_RETRY, attempt=attempt, wait=wait, cause=cause(exc))
+            run.emit(PROVIDER_RETRY, attempt=attempt, wait=wait, cause=cause(exc),
+                     retries=self._deepagent_policy.retries)
         return wait
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -117,10 +120,11 @@ def with_retries(lm: Any, run: Any, policy: RetryPolicy | None) -> Any:
         return lm  # a custom engine (a ScriptedLM's) owns its connection: DSPy's own retries apply
     base = type(lm)
     if issubclass(base, RetryingLM):
-        base = base.__mro__[2]  # a sub-agent gets its parent's copy: wrap what it wraps
+        base = base.__mro__[3]  # a sub-agent gets its parent's copy: wrap what it wraps
     cls = _classes.get(base)
     if cls is None:
-        cls = _classes[base] = type(base.__name__, (RetryingLM, base), {"__module__": base.__module__})
+        cls = _classes[base] = type(base.__name__, (StreamingQueries, RetryingLM, base),  # llm_query streams
+                                    {"__module__": base.__module__})
     if policy.retries is None:
         own = lm._deepagent_policy.retries if isinstance(lm, RetryingLM) else getattr(lm, "num_retries", 3)
         policy = replace(policy, retries=own)

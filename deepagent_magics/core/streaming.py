@@ -41,7 +41,8 @@ import dspy
 from .redaction import scrub
 
 STEP_STREAMING = "step_streaming"  # data: index, reasoning, code, elapsed (partial; shown, never recorded)
-TRANSIENT = frozenset({STEP_STREAMING})  # events that change what is shown, not what a run is
+LLM_QUERY_STREAMING = "llm_query_streaming"  # data: tool, step, query, text, elapsed, done (query_streaming.py)
+TRANSIENT = frozenset({STEP_STREAMING, LLM_QUERY_STREAMING})  # events that change what is shown, not what a run is
 THROTTLE = 0.1  # seconds between two events of one streaming step
 SHOWN_CHARS = 4000  # of each field, the newest; the step's entry shows the whole once it is written
 TICK = 1.0  # seconds between two events of a step while no text arrives (its "writing… Ns" goes on)

@@ -23,7 +23,9 @@ from typing import Any
 import ipywidgets as W
 from ipywidgets.widgets.widget_string import HTMLStyle
 
+from ..core.attempts import REPLY_RETRY
 from ..core.compaction import COMPACTION
+from ..core.retries import PROVIDER_RETRY
 from ..core.run import (
     FILE_WRITTEN,
     LM_USAGE,
@@ -38,7 +40,7 @@ from ..core.run import (
     Event,
     Run,
 )
-from ..core.streaming import STEP_STREAMING
+from ..core.streaming import LLM_QUERY_STREAMING, STEP_STREAMING
 from ..core.workspace import Workspace
 from .controls import SteeringControls
 from .markup import (
@@ -53,7 +55,8 @@ from .markup import (
     todos_html,
     tree_html,
 )
-from .streaming import writing_panel
+from .retries import line_html, note_html, retry_line, waiting_area
+from .streaming import query_html, writing_panel
 
 PAGE_SIZE = 50
 TREE_MAX_FILES = 300
@@ -85,20 +88,48 @@ class StepView:
     """One step: a collapsible entry with its reasoning, highlighted code and output, then its sub-agents.
 
     Two widgets per step (the entry and its body; the sub-agents' box only when one starts),
-    and the code is highlighted once."""
+    and the code is highlighted once. ``notes``: the retries before the step arrived (retries.py)."""
 
-    def __init__(self, index: int, reasoning: str, code: str):
+    def __init__(self, index: int, reasoning: str, code: str, notes: list[str] | None = None):
         self.index, self.reasoning, self.code = index, reasoning, code
         self.code_html = highlight_code(code)
-        self.body = W.HTML(step_body(reasoning, code, None, self.code_html), layout=_Shared.get("layout"),
-                           style=_Shared.get("html_style"))
+        self.notes = list(notes or [])
+        self.retried: list[str] = []  # its llm_queries' retries
+        self.output: str | None = None
+        self.live: str | None = None  # the retry of an llm_query the step's code is waiting for
+        self.queries: dict[Any, str] = {}  # the llm_queries being answered (core/query_streaming.py)
+        self.body = W.HTML(self._html(), layout=_Shared.get("layout"), style=_Shared.get("html_style"))
         self.subagents: W.VBox | None = None
         self.widget = W.Accordion(children=[self.body], titles=(step_title(index, reasoning, None),),
                                   layout=_Shared.get("layout"))
 
+    def _html(self) -> str:
+        return (note_html(self.notes) + step_body(self.reasoning, self.code, self.output, self.code_html)
+                + "".join(self.queries.values()) + (line_html(self.live) if self.live else "")
+                + (note_html(self.retried, during=True) if self.output is not None else ""))
+
     def finish(self, output: str) -> None:
-        self.body.value = step_body(self.reasoning, self.code, output, self.code_html)
+        self.output, self.live = output, None
+        self.queries.clear()
+        self.body.value = self._html()
         self.widget.titles = (step_title(self.index, self.reasoning, output),)
+
+    def querying(self, data: dict[str, Any]) -> None:
+        """An llm_query of this running step is being answered (gone when it is done)."""
+        if self.output is not None:
+            return
+        if data.get("done"):
+            if self.queries.pop(data.get("query"), None) is None:
+                return
+        else:
+            self.queries[data.get("query")] = query_html(data)
+        self.body.value = self._html()
+
+    def retrying(self, line: str) -> None:
+        """An llm_query of this running step is being retried: the line shows until the step ends."""
+        self.retried.append(line)
+        self.live = line
+        self.body.value = self._html()
 
     def add_subagent(self, widget: W.Widget) -> None:
         if self.subagents is None:
@@ -130,7 +161,8 @@ class RunView:
         return f"↳ sub-agent {run.id[-6:]} · {head_line(run.task, 70)} · {run.status} · {len(run.steps)} steps"
 
     def add_step(self, index: int, reasoning: str, code: str) -> StepView:
-        step = StepView(index, reasoning, code)
+        waiting = getattr(self, "waiting", None)  # the retries before this step arrived (retries.py)
+        step = StepView(index, reasoning, code, waiting.take() if waiting is not None else None)
         self.steps.append(step)
         if self._page is None or len(self._page.children) >= PAGE_SIZE:
             self._page = W.VBox([])
@@ -149,6 +181,14 @@ class RunView:
         if index is None or not 0 < index <= len(self.steps):
             return None
         return self.steps[index - 1]
+
+    def retry(self, kind: str, data: dict[str, Any]) -> None:
+        """Show a retry where it happens: the running step's llm_query, else the step being asked for."""
+        running = self.steps[-1] if self.steps and self.steps[-1].output is None else None
+        if running is not None and kind == PROVIDER_RETRY:
+            running.retrying(retry_line(kind, data, f"llm_query in step {running.index}"))
+        else:
+            waiting_area(self).show(retry_line(kind, data, f"step {data.get('step') or len(self.steps) + 1}"))
 
     def refresh(self) -> None:
         if self.nested:
@@ -239,6 +279,12 @@ class Dashboard:
             self.show_preview(data["path"])
         elif kind == SUBAGENT_STARTED:
             self._view_for(data["child"])
+        elif kind == LLM_QUERY_STREAMING and view is not None:
+            step = view.step(data.get("step"))
+            if step is not None:
+                step.querying(data)
+        elif kind in (REPLY_RETRY, PROVIDER_RETRY) and view is not None:
+            view.retry(kind, data)
         elif kind == COMPACTION and view is not None:
             view.add_marker(W.HTML(compaction_html(data)))
         elif kind == RUN_FINISHED and run is self.run:
@@ -248,6 +294,8 @@ class Dashboard:
             self.show_result()
         if kind == RUN_FINISHED and self.writing.pop(run.id, None) is not None and view is not None:
             writing_panel(view).clear()  # ended while a step was being written (an interrupt, a fault)
+        if kind == RUN_FINISHED and view is not None and getattr(view, "waiting", None) is not None:
+            view.waiting.take()  # no step will arrive: the status line says why
         if view is not None and view is not self.root and kind in (STEP_STARTED, STEP_FINISHED, LM_USAGE, STATUS,
                                                                    RUN_STARTED, RUN_FINISHED, SUBAGENT_FINISHED):
             view.refresh()

@@ -1,10 +1,15 @@
-"""What the displays show while the model writes a step (`core.streaming`'s ``step_streaming`` events).
+"""What the displays show while the model writes a step (`core.streaming`'s ``step_streaming`` events),
+and while an ``llm_query`` of a running step is answered (``llm_query_streaming``, `core.query_streaming`).
 
 The dashboard gives each run's trajectory one "writing" panel below its steps: the step
 number, how long the model has been writing, the reasoning and the code so far. It is
 emptied and hidden when the step starts (the step's own entry then shows the whole
 text). The text display writes one line that it keeps rewriting (``\\r``): which step,
 how long, the last line written so far.
+
+An ``llm_query`` shows inside its running step's entry in the dashboard (one block per query
+being answered: which query, how long, the answer so far), gone once the query is done; the
+text display rewrites the same one line (``step 1 llm_query 2 · 3s …``).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import ipywidgets as W
 from .markup import esc
 
 WRITING_CLASS = "dag-writing"
+QUERY_CLASS = "dag-query"
 
 
 def last_line(data: dict[str, Any], limit: int = 80) -> str:
@@ -41,6 +47,23 @@ def writing_html(data: dict[str, Any]) -> str:
             f'{esc(writing_label(data))}</div>'
             f'<div class="dag-reasoning">{esc(data.get("reasoning") or "")}</div>'
             + (f'<pre class="dag-pre">{esc(code)}</pre>' if code else "") + "</div>")
+
+
+def query_label(data: dict[str, Any]) -> str:
+    """``llm_query 2 · 3s``: which query of the run, how long it has been answered."""
+    return f"{data.get('tool') or 'llm_query'} {data.get('query')} · {float(data.get('elapsed') or 0):.0f}s"
+
+
+def query_html(data: dict[str, Any]) -> str:
+    """An llm_query being answered, shown inside its running step (``llm_query_streaming`` events)."""
+    return (f'<div class="{QUERY_CLASS}"><div class="dag-label">{esc(query_label(data))}</div>'
+            f'<div class="dag-reasoning">{esc(data.get("text") or "")}</div></div>')
+
+
+def query_text_line(run: Any, data: dict[str, Any], indent: str = "") -> str:
+    """The text display's updating line for an llm_query being answered."""
+    return (f"{indent}[{run.id[-6:]}] step {data.get('step')} {query_label(data)} "
+            f"{last_line({'reasoning': data.get('text')})}").rstrip()
 
 
 class Writing:

@@ -18,9 +18,9 @@ from ..core.compaction import COMPACTION
 from ..core.spend import budget_of
 from ..core.retries import PROVIDER_RETRY
 from ..core.run import RUN_FINISHED, STEP_FINISHED, SUBAGENT_STARTED, Event, Run
-from ..core.streaming import STEP_STREAMING
+from ..core.streaming import LLM_QUERY_STREAMING, STEP_STREAMING
 from .markup import step_mark, tokens_text
-from .streaming import text_line
+from .streaming import query_text_line, text_line
 from .routing import Routed
 
 
@@ -67,6 +67,9 @@ class TextProgress:
         if event.kind == STEP_STREAMING:
             if self._rewrites():
                 self._write_live(text_line(run, event.data, indent))
+        elif event.kind == LLM_QUERY_STREAMING:  # an llm_query of a running step (core/query_streaming.py)
+            if self._rewrites() and not event.data.get("done"):
+                self._write_live(query_text_line(run, event.data, indent))
         elif event.kind == STEP_FINISHED:
             step = run.steps[event.data["index"] - 1]
             output = event.data.get("output") or ""

@@ -100,7 +100,7 @@ def test_a_rate_limit_shows_what_the_run_waits_for(tmp_path):
     run, _, events, _ = play(script, tmp_path)
     assert run.status == "finished"
     retry = next(event for event in events if event.kind == PROVIDER_RETRY)
-    assert retry.data == {"attempt": 1, "wait": 0.2, "cause": "rate limited (429, Retry-After 0.2 s)"}
+    assert retry.data == {"attempt": 1, "wait": 0.2, "cause": "rate limited (429, Retry-After 0.2 s)", "retries": 2}
 
 
 def test_the_sub_lm_behind_llm_query_is_retried_too(tmp_path):
