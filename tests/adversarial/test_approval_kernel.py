@@ -9,11 +9,10 @@ ends. One kernel serves every case (in order); each case checks the effects insi
 from __future__ import annotations
 
 import json
-import queue
 import time
 
 import pytest
-from jupyter_client.manager import start_new_kernel
+from kernels import execute, started_kernel
 
 pytestmark = pytest.mark.kernel
 
@@ -31,60 +30,30 @@ def remover(path, *more):
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory):
     cwd = tmp_path_factory.mktemp("approval-kernel")
-    manager, client = start_new_kernel(kernel_name="python3", cwd=str(cwd))
-    try:
+    with started_kernel(cwd) as (manager, client):
         status, out, prompts = run_cell(client, SETUP, [])
         assert status == "ok", out
         client.manager = manager  # run_cell's INTERRUPT answer presses the stop button
         yield client, cwd
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
 
 
 def run_cell(client, code, answers, allow_stdin=True, timeout=120, delay=0.0):
     """Run ``code``; answer each input request with the next answer. Returns (status, stdout, prompts)."""
-    msg_id = client.execute(code, allow_stdin=allow_stdin)
-    answers, prompts, out = list(answers), [], []
-    idle, reply = False, None
-    deadline = time.monotonic() + timeout
-    while not (idle and reply is not None):
-        assert time.monotonic() < deadline, f"the cell did not end: {''.join(out)[-2000:]}"
-        try:
-            msg = client.get_stdin_msg(timeout=0.02)
-            if msg["msg_type"] == "input_request":
-                prompts.append(msg["content"]["prompt"])
-                assert answers, f"asked more often than scripted: {''.join(out)[-2000:]}"
-                time.sleep(delay)  # the user thinks
-                answer = answers.pop(0)
-                if answer is INTERRUPT:
-                    client.manager.interrupt_kernel()
-                else:
-                    client.input(answer)
-        except queue.Empty:
-            pass
-        try:
-            while True:
-                msg = client.get_iopub_msg(timeout=0.02)
-                if msg["parent_header"].get("msg_id") != msg_id:
-                    continue
-                if msg["msg_type"] == "stream":
-                    out.append(msg["content"]["text"])
-                elif msg["msg_type"] == "error":
-                    out.append("\n".join(msg["content"]["traceback"]))
-                elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                    idle = True
-        except queue.Empty:
-            pass
-        if reply is None:
-            try:
-                msg = client.get_shell_msg(timeout=0.02)
-                if msg["parent_header"].get("msg_id") == msg_id:
-                    reply = msg
-            except queue.Empty:
-                pass
-    assert not answers, f"scripted answers left unused: {answers}: {''.join(out)[-2000:]}"
-    return reply["content"]["status"], "".join(out), prompts
+    answers, prompts = list(answers), []
+
+    def answer(prompt, cell):
+        prompts.append(prompt)
+        assert answers, f"asked more often than scripted: {cell.output[-2000:]}"
+        time.sleep(delay)  # the user thinks
+        given = answers.pop(0)
+        if given is INTERRUPT:
+            client.manager.interrupt_kernel()
+            return None
+        return given
+
+    cell = execute(client, code, timeout, allow_stdin=allow_stdin, on_input=answer)
+    assert not answers, f"scripted answers left unused: {answers}: {cell.output[-2000:]}"
+    return cell.status, cell.output, prompts
 
 
 def facts(client, expression):
