@@ -74,6 +74,16 @@ def agent_cell(client, path, answers, flags="--approve risky", more="", allow_st
     return run_cell(client, f"%%deepagent --lm lm {flags}\ntidy up", answers, allow_stdin=allow_stdin)
 
 
+def delegating_lm(client, path, then=""):
+    """``lm`` in the kernel: a root that delegates, a child that removes ``path`` (then runs ``then``);
+    no kernels kept warm (each sub-agent's kernel starts on demand)."""
+    scripts = {
+        "ROOT": [("Delegate.", "print(delegate('CHILD: remove it'))"), ("Done.", "SUBMIT(result='done')")],
+        "CHILD": [("Remove.", f"import os\nos.remove({str(path)!r})" + then), ("Done.", "SUBMIT(result='child done')")],
+    }
+    assert run_cell(client, f"lm = ScriptedLM(scripts={scripts!r})\n%deepagent_config --pool-size 0", [])[0] == "ok"
+
+
 RUN = "_deepagent_run"
 INTERRUPT = object()
 
@@ -140,12 +150,7 @@ def test_without_stdin_the_block_is_refused_and_nothing_hangs(kernel):
 def test_a_subagents_block_asks_the_same_user_labelled_with_the_subagent(kernel):
     client, cwd = kernel
     path = victim(cwd, "child")
-    scripts = {
-        "ROOT": [("Delegate.", "print(delegate('CHILD: remove it'))"), ("Done.", "SUBMIT(result='done')")],
-        "CHILD": [("Remove.", f"import os\nos.remove({str(path)!r})"), ("Done.", "SUBMIT(result='child done')")],
-    }
-    code = f"lm = ScriptedLM(scripts={scripts!r})\n%deepagent_config --pool-size 0"
-    assert run_cell(client, code, [])[0] == "ok"
+    delegating_lm(client, path)
     # The root's delegate() is risky too (it costs money): approve it, then refuse the child's block.
     status, out, prompts = run_cell(
         client, "%%deepagent --lm lm --approve risky --max-depth 1\nROOT: have a child remove it",
@@ -163,12 +168,7 @@ def test_a_subagents_block_asks_the_same_user_labelled_with_the_subagent(kernel)
 def test_a_slow_answer_counts_against_neither_the_block_nor_the_subagents_time_limit(kernel):
     client, cwd = kernel
     path = victim(cwd, "slow")
-    scripts = {
-        "ROOT": [("Delegate.", "print(delegate('CHILD: remove it'))"), ("Done.", "SUBMIT(result='done')")],
-        "CHILD": [("Remove.", f"import os\nos.remove({str(path)!r})\nprint('gone')"),
-                  ("Done.", "SUBMIT(result='child done')")],
-    }
-    assert run_cell(client, f"lm = ScriptedLM(scripts={scripts!r})\n%deepagent_config --pool-size 0", [])[0] == "ok"
+    delegating_lm(client, path, then="\nprint('gone')")
     status, out, prompts = run_cell(
         client, "%%deepagent --lm lm --approve risky --approve-rules=-subagents --max-depth 1 --timeout 1.5 "
                 "--subagent-timeout 10\nROOT: have a child remove it", ["y"], delay=12.0)  # 10 s: a kernel's start
@@ -182,11 +182,7 @@ def test_a_slow_answer_counts_against_neither_the_block_nor_the_subagents_time_l
 def test_the_stop_button_during_a_subagents_question_ends_the_cell_and_keeps_the_kernel(kernel):
     client, cwd = kernel
     path = victim(cwd, "interrupt")
-    scripts = {
-        "ROOT": [("Delegate.", "print(delegate('CHILD: remove it'))"), ("Done.", "SUBMIT(result='done')")],
-        "CHILD": [("Remove.", f"import os\nos.remove({str(path)!r})"), ("Done.", "SUBMIT(result='child done')")],
-    }
-    assert run_cell(client, f"lm = ScriptedLM(scripts={scripts!r})\n%deepagent_config --pool-size 0", [])[0] == "ok"
+    delegating_lm(client, path)
     status, out, prompts = run_cell(
         client, "%%deepagent --lm lm --approve risky --approve-rules=-subagents --max-depth 1\nROOT: go", [INTERRUPT],
         timeout=60)
