@@ -126,7 +126,7 @@ def reply_to(client, msg_id, timeout=60):
 
 def execute(client, code, timeout=60, *, allow_stdin=None,
             on_input: Callable[[str, Cell], str | None] | None = None) -> Cell:
-    """Run ``code`` to its end; the kernel must be idle for it and reply within ``timeout`` seconds.
+    """Run ``code`` to its end: the kernel must be idle after it within ``timeout`` s, and reply to it.
 
     ``on_input(prompt, cell)`` answers each ``input_request`` the cell makes (its return value is
     typed in; None sends nothing, e.g. when it pressed the stop button instead). ``allow_stdin``
