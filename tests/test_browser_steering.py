@@ -8,17 +8,16 @@ while the cell is still running (the kernel handled it mid-cell), and afterwards
 the effects: it ended ``stopped`` after step 2 with no third LM request; the second LM request
 contains the note; step 2's ``read_todos()`` returned the edited list.
 
-JupyterLab and the page come from tests/test_browser.py.
+JupyterLab and the page come from tests/browser.py.
 """
 
 from __future__ import annotations
 
 import time
 
-import nbformat
 import playwright.sync_api as playwright_api
 import pytest
-from test_browser import ARTIFACTS_DIR, lab, page, run_cell  # noqa: F401 - the fixtures
+from browser import ARTIFACTS_DIR, lab, open_notebook, page, run_cell  # noqa: F401 - the fixtures
 
 pytestmark = pytest.mark.browser
 
@@ -57,18 +56,8 @@ def wait_for_file(path, within=90):
 
 
 def test_each_steering_control_works_while_the_cell_runs(lab, page):  # noqa: F811
-    url, token, root = lab
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(SETUP_CELL), nbformat.v4.new_code_cell(TASK_CELL),
-                nbformat.v4.new_code_cell(CHECK_CELL)]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, str(root / "steering.ipynb"))
     expect = playwright_api.expect
-
-    page.goto(f"{url}/lab/tree/steering.ipynb?token={token}&reset")
-    page.locator(".jp-Notebook .jp-Cell .cm-content").first.wait_for(timeout=90_000)
-    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=90_000)
-    run_cell(page, 0, wait_for_count=True)
+    root = open_notebook(lab, page, "steering.ipynb", [SETUP_CELL, TASK_CELL, CHECK_CELL])
     run_cell(page, 1)
 
     dashboard = page.locator(".deepagent-dashboard")

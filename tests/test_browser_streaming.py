@@ -9,10 +9,9 @@ before the step's own entry exists; then the run finishes as usual.
 
 from __future__ import annotations
 
-import nbformat
 import playwright.sync_api as playwright_api
 import pytest
-from test_browser import ARTIFACTS_DIR, lab, page, run_cell  # noqa: F401 - fixtures
+from browser import ARTIFACTS_DIR, lab, open_notebook, page, run_cell  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.browser
 
@@ -36,16 +35,7 @@ TASK_CELL = "%%deepagent --lm lm\nTotal the regional sales"
 
 
 def test_the_page_shows_part_of_the_reasoning_before_the_step_completes(lab, page):  # noqa: F811
-    url, token, root = lab
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(SETUP_CELL), nbformat.v4.new_code_cell(TASK_CELL)]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, str(root / "streaming.ipynb"))
-
-    page.goto(f"{url}/lab/tree/streaming.ipynb?token={token}&reset")
-    page.locator(".jp-Notebook .jp-Cell .cm-content").first.wait_for(timeout=90_000)
-    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=90_000)
-    run_cell(page, 0, wait_for_count=True)
+    open_notebook(lab, page, "streaming.ipynb", [SETUP_CELL, TASK_CELL])
     run_cell(page, 1)
 
     # A rate limit first: the dashboard says what the run waits for (display/retries.py), as text.

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 
 import pytest
 from IPython.core.error import UsageError
-from jupyter_client.manager import start_new_kernel
+from kernels import execute, started_kernel
 
 from deepagent_magics import ScriptedLM
 from deepagent_magics.core import threads
@@ -164,23 +163,9 @@ def test_a_variable_whose_package_is_missing_is_named_with_what_to_do(ip, tmp_pa
 
 # ------------------------------------------------------------------ a real kernel restart
 def _execute(client, code, timeout=90):
-    msg_id = client.execute(code)
-    stdout, error = [], None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        msg = client.get_iopub_msg(timeout=timeout)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        kind, content = msg["msg_type"], msg["content"]
-        if kind == "stream":
-            stdout.append(content["text"])
-        elif kind == "error":
-            error = f"{content['ename']}: {content['evalue']}"
-        elif kind == "status" and content["execution_state"] == "idle":
-            break
-    client.get_shell_msg(timeout=timeout)
-    assert error is None, error + "".join(stdout)
-    return "".join(stdout)
+    cell = execute(client, code, timeout)
+    assert cell.error is None, f"{cell.error}: {cell.evalue}" + cell.streams
+    return cell.streams
 
 
 SETUP = """
@@ -192,8 +177,7 @@ from deepagent_magics.testing import ScriptedLM
 
 @pytest.mark.kernel
 def test_checkpoint_survives_a_real_kernel_restart_and_continue_works(tmp_path):
-    manager, client = start_new_kernel(kernel_name="python3", cwd=str(tmp_path))
-    try:
+    with started_kernel(tmp_path) as (manager, client):
         _execute(client, SETUP + f"sales = [1, 0, 2]\nlm = ScriptedLM({STEPS!r})")
         _execute(client, "%%deepagent --lm lm\nload and clean the sales")
         said = _execute(client, "%deepagent_checkpoint s1")
@@ -208,6 +192,3 @@ def test_checkpoint_survives_a_real_kernel_restart_and_continue_works(tmp_path):
         _execute(client, "lm = ScriptedLM([('See', 'SUBMIT(result=context)')])")
         _execute(client, "%%deepagent --lm lm --continue --out seen\nnow plot it by month")
         assert "True True" in _execute(client, "print('load and clean the sales' in seen, 'sales_clean (list)' in seen)")
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)

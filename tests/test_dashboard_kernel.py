@@ -3,38 +3,17 @@ carry the running cell's parent header (ipykernel 7 routes by it), whatever that
 
 from __future__ import annotations
 
-import time
-
 import pytest
-from jupyter_client.manager import start_new_kernel
+from kernels import execute, kernel  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.kernel
 
 
-@pytest.fixture
-def kernel(tmp_path):
-    manager, client = start_new_kernel(kernel_name="python3", cwd=str(tmp_path))
-    try:
-        yield client
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
-
-
-def run_cell(client, code, timeout=60):
-    """Execute code; return (its msg_id, every iopub message until it is idle)."""
-    msg_id = client.execute(code)
-    messages = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        msg = client.get_iopub_msg(timeout=timeout)
-        messages.append(msg)
-        if (msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle"
-                and msg["parent_header"].get("msg_id") == msg_id):
-            break
-    reply = client.get_shell_msg(timeout=timeout)
-    assert reply["content"]["status"] == "ok", reply["content"]
-    return msg_id, messages
+def run_cell(client, code):
+    """Execute code; return (its msg_id, every iopub message read until it is idle, whatever its parent)."""
+    cell = execute(client, code)
+    assert cell.status == "ok", cell.reply
+    return cell.msg_id, cell.messages + cell.strays
 
 
 SETUP = """
@@ -66,9 +45,10 @@ run.finish("finished", result="ok")
 """
 
 
-def test_thread_updates_land_in_the_running_cell(kernel):
-    run_cell(kernel, SETUP)
-    msg_id, messages = run_cell(kernel, THREADED_RUN)
+def test_thread_updates_land_in_the_running_cell(kernel):  # noqa: F811 - the fixture
+    _, client = kernel
+    run_cell(client, SETUP)
+    msg_id, messages = run_cell(client, THREADED_RUN)
 
     stdout = "".join(m["content"]["text"] for m in messages if m["msg_type"] == "stream")
     assert stdout.strip() == "widgets"  # a kernel with a comm manager gets the dashboard

@@ -5,39 +5,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from jupyter_client.manager import start_new_kernel
+from kernels import execute, kernel, reply_to  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.kernel
-
-
-@pytest.fixture
-def kernel(tmp_path):
-    manager, client = start_new_kernel(kernel_name="python3", cwd=str(tmp_path))
-    try:
-        yield manager, client
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
-
-
-def execute(client, code, timeout=60):
-    """Run code; return (status, stdout text, error name)."""
-    msg_id = client.execute(code)
-    stdout, error = [], None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        msg = client.get_iopub_msg(timeout=timeout)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        kind, content = msg["msg_type"], msg["content"]
-        if kind == "stream" and content["name"] == "stdout":
-            stdout.append(content["text"])
-        elif kind == "error":
-            error = content["ename"]
-        elif kind == "status" and content["execution_state"] == "idle":
-            break
-    reply = client.get_shell_msg(timeout=timeout)
-    return reply["content"]["status"], "".join(stdout), error
 
 
 SETUP = """
@@ -54,9 +24,9 @@ lm = ScriptedLM([
 """
 
 
-def test_a_kernel_interrupt_stops_the_run_keeps_the_trajectory_and_the_kernel(kernel):
+def test_a_kernel_interrupt_stops_the_run_keeps_the_trajectory_and_the_kernel(kernel):  # noqa: F811 - the fixture
     manager, client = kernel
-    assert execute(client, SETUP)[0] == "ok"
+    assert execute(client, SETUP).status == "ok"
 
     msg_id = client.execute("%%deepagent --lm lm\nwork for a long time")
     # Wait until the agent is inside its long step, then interrupt as the stop button does.
@@ -68,17 +38,17 @@ def test_a_kernel_interrupt_stops_the_run_keeps_the_trajectory_and_the_kernel(ke
             break
     time.sleep(1.5)
     manager.interrupt_kernel()
-    reply = client.get_shell_msg(timeout=60)
+    reply = reply_to(client, msg_id)
     assert reply["content"]["status"] == "error"
     assert reply["content"]["ename"] == "KeyboardInterrupt"
 
-    status, out, error = execute(
+    cell = execute(
         client,
         "run = _deepagent_run\n"
         "print(run.status, len(run.steps), started, data, type(dspy).__name__, dspy.__name__)\n"
         "print('SUBMIT' in globals(), 'write_todos' in globals())",
     )
-    assert status == "ok", error
-    assert out.splitlines() == ["interrupted 2 True {'rows': 3} module dspy", "False False"]
+    assert cell.status == "ok", cell.error
+    assert cell.stdout.splitlines() == ["interrupted 2 True {'rows': 3} module dspy", "False False"]
     # The kernel is alive and the next cell runs normally.
-    assert execute(client, "print(1 + 1)")[1] == "2\n"
+    assert execute(client, "print(1 + 1)").stdout == "2\n"

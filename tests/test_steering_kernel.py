@@ -14,7 +14,7 @@ import json
 import time
 
 import pytest
-from jupyter_client.manager import start_new_kernel
+from kernels import execute, kernel, reply_to  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.kernel
 
@@ -39,32 +39,6 @@ lm = ScriptedLM([
     ("Done.", "SUBMIT(result='never')"),
 ])
 """
-
-
-@pytest.fixture
-def kernel(tmp_path):
-    manager, client = start_new_kernel(kernel_name="python3", cwd=str(tmp_path))
-    try:
-        yield client
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
-
-
-def reply_to(client, msg_id, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        reply = client.get_shell_msg(timeout=timeout)
-        if reply["parent_header"].get("msg_id") == msg_id:
-            return reply
-    raise AssertionError("no reply")
-
-
-def execute(client, code, timeout=60):
-    msg_id = client.execute(code)
-    reply = reply_to(client, msg_id, timeout)
-    assert reply["content"]["status"] == "ok", reply["content"]
-    return msg_id
 
 
 class Frontend:
@@ -116,10 +90,12 @@ def wait_for_file(path, within=30):
     raise AssertionError(f"{path.name} never appeared")
 
 
-def test_the_controls_work_while_the_cell_runs(kernel, tmp_path):
-    execute(kernel, SCRIPT)
-    frontend = Frontend(kernel)
-    cell_id = kernel.execute(CELL.format(ws=tmp_path))
+def test_the_controls_work_while_the_cell_runs(kernel, tmp_path):  # noqa: F811 - the fixture
+    _, client = kernel
+    setup = execute(client, SCRIPT)
+    assert setup.status == "ok", setup.reply
+    frontend = Frontend(client)
+    cell_id = client.execute(CELL.format(ws=tmp_path))
 
     wait_for_file(tmp_path / "step1.started")  # the cell is inside step 1, busy
     frontend.type_into("dag-steer-note", "NOTE-7f3: prefer the median")
@@ -134,22 +110,16 @@ def test_the_controls_work_while_the_cell_runs(kernel, tmp_path):
     frontend.pump(1.0)
     (tmp_path / "step2.go").touch()
 
-    reply = reply_to(kernel, cell_id)
+    reply = reply_to(client, cell_id)
     assert reply["content"]["status"] == "ok", reply["content"]
     frontend.pump(0.5)
 
     report = ("import json\nrun = _deepagent_run\nprint('REPORT' + json.dumps({'status': run.status, 'steps': "
               "len(run.steps), 'out2': run.steps[1].output, 'request2': lm.requests[1]['user'], "
               "'requests': len(lm.requests), 'never': 'never' in globals()}))")
-    report_id = kernel.execute(report)
-    reply_to(kernel, report_id)
-    data = None
-    deadline = time.monotonic() + 30
-    while data is None and time.monotonic() < deadline:
-        msg = kernel.get_iopub_msg(timeout=30)
-        if msg["msg_type"] == "stream" and msg["parent_header"].get("msg_id") == report_id:
-            line = next((line for line in msg["content"]["text"].splitlines() if line.startswith("REPORT")), None)
-            data = json.loads(line[len("REPORT"):]) if line else None
+    cell = execute(client, report, timeout=30)
+    line = next((line for line in cell.stdout.splitlines() if line.startswith("REPORT")), None)
+    data = json.loads(line[len("REPORT"):]) if line else None
     assert data is not None
     assert data["status"] == "stopped" and data["steps"] == 2 and data["requests"] == 2 and not data["never"]
     assert "NOTE-7f3: prefer the median" in data["request2"]

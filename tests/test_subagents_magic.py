@@ -10,7 +10,7 @@ import time
 
 import psutil
 import pytest
-from jupyter_client.manager import start_new_kernel
+from kernels import execute, started_kernel
 
 from deepagent_magics.interpreters.pool import default_pool, stop_default_pool
 from deepagent_magics.testing import ScriptedLM
@@ -144,32 +144,17 @@ def _execute(client, code, timeout=120, attempts=5):
     arrives can lose that race (more often while the kernel's other threads are busy, e.g. the
     pool refilling). Such a request is answered "aborted" without running; it is sent again."""
     for _ in range(attempts):
-        msg_id = client.execute(code)
-        stdout = []
-        while True:
-            msg = client.get_iopub_msg(timeout=timeout)
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            if msg["msg_type"] == "stream":
-                stdout.append(msg["content"]["text"])
-            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                break
-        while True:
-            reply = client.get_shell_msg(timeout=timeout)
-            if reply["parent_header"].get("msg_id") == msg_id:
-                break
-        content = reply["content"]
-        if content["status"] != "aborted":
+        cell = execute(client, code, timeout)
+        if cell.status != "aborted":
             break
         time.sleep(0.1)
-    return content["status"], content.get("ename"), "".join(stdout)
+    return cell.status, cell.reply.get("ename"), cell.streams
 
 
 def test_the_stop_button_during_delegate_batched_stops_every_sub_agent_kernel(tmp_path):
     """In a real notebook kernel: interrupting it while sub-agents run kills their kernels,
     keeps the run and its trajectory, and the cell ends with KeyboardInterrupt."""
-    manager, client = start_new_kernel(kernel_name="python3", cwd=str(tmp_path))
-    try:
+    with started_kernel(tmp_path) as (manager, client):
         assert _execute(client, KERNEL_SETUP)[0] == "ok"
         client.execute("%%deepagent --lm lm\nSTOP-ROOT: fan out and wait")
         deadline = time.monotonic() + 120
@@ -185,6 +170,3 @@ def test_the_stop_button_during_delegate_batched_stops_every_sub_agent_kernel(tm
                                           "print(run.status, [c.status for c in run.children], run.steps[0].code)")
         assert status == "ok"
         assert out.startswith("interrupted ['interrupted', 'interrupted'] rs = delegate_batched(")
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)

@@ -9,11 +9,10 @@ ends. One kernel serves every case (in order); each case checks the effects insi
 from __future__ import annotations
 
 import json
-import queue
 import time
 
 import pytest
-from jupyter_client.manager import start_new_kernel
+from kernels import execute, started_kernel
 
 pytestmark = pytest.mark.kernel
 
@@ -31,60 +30,30 @@ def remover(path, *more):
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory):
     cwd = tmp_path_factory.mktemp("approval-kernel")
-    manager, client = start_new_kernel(kernel_name="python3", cwd=str(cwd))
-    try:
+    with started_kernel(cwd) as (manager, client):
         status, out, prompts = run_cell(client, SETUP, [])
         assert status == "ok", out
         client.manager = manager  # run_cell's INTERRUPT answer presses the stop button
         yield client, cwd
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
 
 
 def run_cell(client, code, answers, allow_stdin=True, timeout=120, delay=0.0):
     """Run ``code``; answer each input request with the next answer. Returns (status, stdout, prompts)."""
-    msg_id = client.execute(code, allow_stdin=allow_stdin)
-    answers, prompts, out = list(answers), [], []
-    idle, reply = False, None
-    deadline = time.monotonic() + timeout
-    while not (idle and reply is not None):
-        assert time.monotonic() < deadline, f"the cell did not end: {''.join(out)[-2000:]}"
-        try:
-            msg = client.get_stdin_msg(timeout=0.02)
-            if msg["msg_type"] == "input_request":
-                prompts.append(msg["content"]["prompt"])
-                assert answers, f"asked more often than scripted: {''.join(out)[-2000:]}"
-                time.sleep(delay)  # the user thinks
-                answer = answers.pop(0)
-                if answer is INTERRUPT:
-                    client.manager.interrupt_kernel()
-                else:
-                    client.input(answer)
-        except queue.Empty:
-            pass
-        try:
-            while True:
-                msg = client.get_iopub_msg(timeout=0.02)
-                if msg["parent_header"].get("msg_id") != msg_id:
-                    continue
-                if msg["msg_type"] == "stream":
-                    out.append(msg["content"]["text"])
-                elif msg["msg_type"] == "error":
-                    out.append("\n".join(msg["content"]["traceback"]))
-                elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                    idle = True
-        except queue.Empty:
-            pass
-        if reply is None:
-            try:
-                msg = client.get_shell_msg(timeout=0.02)
-                if msg["parent_header"].get("msg_id") == msg_id:
-                    reply = msg
-            except queue.Empty:
-                pass
-    assert not answers, f"scripted answers left unused: {answers}: {''.join(out)[-2000:]}"
-    return reply["content"]["status"], "".join(out), prompts
+    answers, prompts = list(answers), []
+
+    def answer(prompt, cell):
+        prompts.append(prompt)
+        assert answers, f"asked more often than scripted: {cell.output[-2000:]}"
+        time.sleep(delay)  # the user thinks
+        given = answers.pop(0)
+        if given is INTERRUPT:
+            client.manager.interrupt_kernel()
+            return None
+        return given
+
+    cell = execute(client, code, timeout, allow_stdin=allow_stdin, on_input=answer)
+    assert not answers, f"scripted answers left unused: {answers}: {cell.output[-2000:]}"
+    return cell.status, cell.output, prompts
 
 
 def facts(client, expression):
@@ -103,6 +72,16 @@ def agent_cell(client, path, answers, flags="--approve risky", more="", allow_st
     code = f"lm = remover({str(path)!r}{more})\n"
     assert run_cell(client, code, [])[0] == "ok"
     return run_cell(client, f"%%deepagent --lm lm {flags}\ntidy up", answers, allow_stdin=allow_stdin)
+
+
+def delegating_lm(client, path, then=""):
+    """``lm`` in the kernel: a root that delegates, a child that removes ``path`` (then runs ``then``);
+    no kernels kept warm (each sub-agent's kernel starts on demand)."""
+    scripts = {
+        "ROOT": [("Delegate.", "print(delegate('CHILD: remove it'))"), ("Done.", "SUBMIT(result='done')")],
+        "CHILD": [("Remove.", f"import os\nos.remove({str(path)!r})" + then), ("Done.", "SUBMIT(result='child done')")],
+    }
+    assert run_cell(client, f"lm = ScriptedLM(scripts={scripts!r})\n%deepagent_config --pool-size 0", [])[0] == "ok"
 
 
 RUN = "_deepagent_run"
@@ -171,12 +150,7 @@ def test_without_stdin_the_block_is_refused_and_nothing_hangs(kernel):
 def test_a_subagents_block_asks_the_same_user_labelled_with_the_subagent(kernel):
     client, cwd = kernel
     path = victim(cwd, "child")
-    scripts = {
-        "ROOT": [("Delegate.", "print(delegate('CHILD: remove it'))"), ("Done.", "SUBMIT(result='done')")],
-        "CHILD": [("Remove.", f"import os\nos.remove({str(path)!r})"), ("Done.", "SUBMIT(result='child done')")],
-    }
-    code = f"lm = ScriptedLM(scripts={scripts!r})\n%deepagent_config --pool-size 0"
-    assert run_cell(client, code, [])[0] == "ok"
+    delegating_lm(client, path)
     # The root's delegate() is risky too (it costs money): approve it, then refuse the child's block.
     status, out, prompts = run_cell(
         client, "%%deepagent --lm lm --approve risky --max-depth 1\nROOT: have a child remove it",
@@ -194,12 +168,7 @@ def test_a_subagents_block_asks_the_same_user_labelled_with_the_subagent(kernel)
 def test_a_slow_answer_counts_against_neither_the_block_nor_the_subagents_time_limit(kernel):
     client, cwd = kernel
     path = victim(cwd, "slow")
-    scripts = {
-        "ROOT": [("Delegate.", "print(delegate('CHILD: remove it'))"), ("Done.", "SUBMIT(result='done')")],
-        "CHILD": [("Remove.", f"import os\nos.remove({str(path)!r})\nprint('gone')"),
-                  ("Done.", "SUBMIT(result='child done')")],
-    }
-    assert run_cell(client, f"lm = ScriptedLM(scripts={scripts!r})\n%deepagent_config --pool-size 0", [])[0] == "ok"
+    delegating_lm(client, path, then="\nprint('gone')")
     status, out, prompts = run_cell(
         client, "%%deepagent --lm lm --approve risky --approve-rules=-subagents --max-depth 1 --timeout 1.5 "
                 "--subagent-timeout 10\nROOT: have a child remove it", ["y"], delay=12.0)  # 10 s: a kernel's start
@@ -213,11 +182,7 @@ def test_a_slow_answer_counts_against_neither_the_block_nor_the_subagents_time_l
 def test_the_stop_button_during_a_subagents_question_ends_the_cell_and_keeps_the_kernel(kernel):
     client, cwd = kernel
     path = victim(cwd, "interrupt")
-    scripts = {
-        "ROOT": [("Delegate.", "print(delegate('CHILD: remove it'))"), ("Done.", "SUBMIT(result='done')")],
-        "CHILD": [("Remove.", f"import os\nos.remove({str(path)!r})"), ("Done.", "SUBMIT(result='child done')")],
-    }
-    assert run_cell(client, f"lm = ScriptedLM(scripts={scripts!r})\n%deepagent_config --pool-size 0", [])[0] == "ok"
+    delegating_lm(client, path)
     status, out, prompts = run_cell(
         client, "%%deepagent --lm lm --approve risky --approve-rules=-subagents --max-depth 1\nROOT: go", [INTERRUPT],
         timeout=60)

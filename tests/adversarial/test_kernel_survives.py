@@ -19,7 +19,7 @@ import sys
 import time
 
 import pytest
-from jupyter_client.manager import start_new_kernel
+from kernels import execute, start_kernel, stop_kernel
 
 from deepagent_magics import DeepAgent
 from deepagent_magics.core.run import Run
@@ -237,8 +237,8 @@ def kernel(tmp_path_factory):
     cwd = tmp_path_factory.mktemp("kernel")
 
     def start():
-        box["manager"], box["client"] = start_new_kernel(kernel_name="python3", cwd=str(cwd))
-        assert execute(box["client"], KERNEL_SETUP)[0] == "ok"
+        box["manager"], box["client"] = start_kernel(cwd)
+        assert execute(box["client"], KERNEL_SETUP).status == "ok"
 
     def get():
         if "manager" not in box or not box["manager"].is_alive():
@@ -248,8 +248,7 @@ def kernel(tmp_path_factory):
 
     def stop():
         if "manager" in box:
-            box["client"].stop_channels()
-            box["manager"].shutdown_kernel(now=True)
+            stop_kernel(box["manager"], box["client"])
             box.clear()
 
     yield get
@@ -262,26 +261,6 @@ import dspy
 from deepagent_magics.testing import ScriptedLM
 %deepagent_config --workspace ws --quiet on --timeout 30
 """
-
-
-def execute(client, code, timeout=60):
-    """Run code; return (status, stdout text, error name, payloads)."""
-    msg_id = client.execute(code)
-    stdout, error = [], None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        msg = client.get_iopub_msg(timeout=timeout)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        kind, content = msg["msg_type"], msg["content"]
-        if kind == "stream" and content["name"] == "stdout":
-            stdout.append(content["text"])
-        elif kind == "error":
-            error = content["ename"]
-        elif kind == "status" and content["execution_state"] == "idle":
-            break
-    reply = client.get_shell_msg(timeout=timeout)
-    return reply["content"]["status"], "".join(stdout), error, reply["content"].get("payload", [])
 
 
 IN_KERNEL = {
@@ -317,27 +296,27 @@ IN_KERNEL = {
 @pytest.mark.parametrize("case", list(IN_KERNEL))
 def test_the_users_kernel_survives_exits_and_self_signals_in_agent_code(kernel, case):
     manager, client = kernel()
-    assert execute(client, "precious = {'hours': 7}\nbefore_pid = __import__('os').getpid()")[0] == "ok"
+    assert execute(client, "precious = {'hours': 7}\nbefore_pid = __import__('os').getpid()").status == "ok"
     code = IN_KERNEL[case]
     setup = ("lm = ScriptedLM([('Misbehave.', " + repr(code) + "), "
              "('Carry on.', 'after = 1'), ('Done.', \"SUBMIT(result='done')\")])")
-    assert execute(client, setup)[0] == "ok"
-    status, out, error, payloads = execute(client, "%%deepagent --lm lm --out answer\nmisbehave")
+    assert execute(client, setup).status == "ok"
+    cell = execute(client, "%%deepagent --lm lm --out answer\nmisbehave")
     time.sleep(0.3)  # an asked exit stops the kernel's loop 0.1 s after the cell
     assert manager.is_alive(), f"{case} killed the user's kernel"
-    assert status == "ok", error
-    assert not [p for p in payloads if p.get("source") == "ask_exit"]
-    status, out, error, _ = execute(
+    assert cell.status == "ok", cell.error
+    assert not [p for p in cell.payload if p.get("source") == "ask_exit"]
+    cell = execute(
         client,
         "import os\nrun = _deepagent_run\n"
         "print(run.status, answer, precious, os.getpid() == before_pid)\n"
         "print(run.steps[0].output.splitlines()[-1])",
     )
-    assert status == "ok", error
-    first, last_line = out.splitlines()
+    assert cell.status == "ok", cell.error
+    first, last_line = cell.stdout.splitlines()
     assert first == "finished done {'hours': 7} True"
     assert "may not" in last_line or "SystemExit" in last_line, last_line
-    assert execute(client, "print(1 + 1)")[1] == "2\n"
+    assert execute(client, "print(1 + 1)").stdout == "2\n"
 
 
 # --------------------------------------------------------------------------- in a sub-agent's kernel

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from jupyter_client.manager import start_new_kernel
-
+from kernels import started_kernel
 from test_approval_kernel import facts, run_cell
 
 pytestmark = pytest.mark.kernel
@@ -28,14 +27,10 @@ lm = ScriptedLM([
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
-    manager, client = start_new_kernel(kernel_name="python3", cwd=str(tmp_path_factory.mktemp("provenance-kernel")))
-    try:
+    with started_kernel(tmp_path_factory.mktemp("provenance-kernel")) as (_, client):
         status, out, _ = run_cell(client, SETUP, [])
         assert status == "ok", out
         yield client
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
 
 
 def test_why_and_undo_in_a_kernel(client):
