@@ -332,6 +332,7 @@ def test_a_tool_call_the_host_cannot_receive_is_an_error_not_a_hang(make):
     interpreter.start()
     client = interpreter.kernel.client
     client.stdin_channel.socket.disconnect(client._make_url("stdin"))
+    time.sleep(1.0)  # the kernel's ROUTER forgets the peer once it sees the connection close, not at once
     out = interpreter.execute(
         "try:\n    double(2)\nexcept Exception as exc:\n    print(type(exc).__name__, exc)\n"
     )
