@@ -10,7 +10,7 @@ agent's code in that kernel stops things, and the host is killed with SIGKILL:
 - the kernel's whole process group is stopped, with a child in it;
 - the kernel, and every other child of the host it can find (the watchers), are stopped;
 - a child the kernel started is stopped (the kernel itself runs on);
-- the kernel is stopped the moment its own clean-up starts (its private directory disappears);
+- the kernel is stopped the moment its own clean-up starts (files in its private directory disappear);
 - the host dies half-way through its own kill of the kernel (after the SIGSTOP, before the SIGKILL).
 
 After a bounded wait no process of the host's tree (every process below the host when it was killed,
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -77,8 +78,14 @@ STOPPER = textwrap.dedent("""
                 if int(stat[1]) == host:
                     stop(int(name))
     elif what == "cleanup":  # stop the kernel the moment its clean-up starts (its directory goes first)
-        folder = sys.argv[4]
-        while os.path.exists(folder):
+        junk = os.path.join(sys.argv[4], "junk")
+        full = len(os.listdir(junk))
+        while True:
+            try:
+                if len(os.listdir(junk)) < full:
+                    break
+            except OSError:
+                break
             time.sleep(0.0005)
         stop(kernel)
     time.sleep(float(mark))
@@ -96,8 +103,13 @@ def hostile(mark: str, what: str) -> str:
             os.kill(child.pid, __import__('signal').SIGSTOP)
         elif {what!r} != "none":
             from ipykernel.connect import get_connection_file
-            subprocess.Popen([sys.executable, '-c', {STOPPER!r}, {what!r}, str(os.getpid()), {mark!r},
-                              os.path.dirname(get_connection_file())], start_new_session=True)
+            folder = os.path.dirname(get_connection_file())
+            if {what!r} == "cleanup":  # files that make the clean-up take long enough to be caught in it
+                os.mkdir(os.path.join(folder, "junk"))
+                for n in range(4000):
+                    open(os.path.join(folder, "junk", str(n)), "w").close()
+            subprocess.Popen([sys.executable, '-c', {STOPPER!r}, {what!r}, str(os.getpid()), {mark!r}, folder],
+                             start_new_session=True)
     """)
 
 
@@ -162,18 +174,25 @@ def run_host(tmp_path, mark: str, tracked: list, what: str, command: str = "", s
     script.write_text(HOST.format(code=hostile(mark, what)))
     host = subprocess.Popen([sys.executable, str(script), str(tmp_path)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
+    kernel_dir = str(tmp_path / "none")
     try:
         line = host.stdout.readline()
         assert line.startswith("started"), "the host did not start its kernel"
         kernel = int(line.split()[1])
         tracked.append(psutil.Process(kernel))
+        kernel_dir = os.path.dirname(psutil.Process(kernel).cmdline()[-1])  # ... -f DIR/kernel.json
         if stopped:
             assert wait_for(lambda: status(kernel) == psutil.STATUS_STOPPED, 10), status(kernel)
         else:
-            assert wait_for(lambda: len(marked(mark)) >= 2, 10)
+            started = 3 if what in ("child", "cleanup") else 2  # the two sleeps, and the third or the stopper
+            assert wait_for(lambda: len(marked(mark)) >= started, 10)
+            time.sleep(0.5)  # the stopper is watching
         tree = psutil.Process(host.pid).children(recursive=True)
         tracked.extend(tree)
         assert len(tree) >= 3, tree
+        if what == "watchers":  # every child of the host (the kernel, and any watcher there is) is stopped
+            assert wait_for(lambda: {status(p.pid) for p in psutil.Process(host.pid).children()}
+                            == {psutil.STATUS_STOPPED}, 10)
         if command:
             host.stdin.write(command + "\n")
             host.stdin.flush()
@@ -183,6 +202,7 @@ def run_host(tmp_path, mark: str, tracked: list, what: str, command: str = "", s
     finally:
         if host.poll() is None:
             host.kill()
+        shutil.rmtree(kernel_dir, ignore_errors=True)  # what a clean-up caught half-way left
     everything = tree + [p for p in marked(mark) if p.pid not in {t.pid for t in tree}]
     wait_for(lambda: not left(everything), 20)
     return left(everything)

@@ -1,0 +1,163 @@
+"""The keeper: a small process outside every kernel that kills them all when their host dies.
+
+Each kernel watches its host from inside (a thread reading the lifeline, `kernel_side`), but a
+stopped process runs nothing: a kernel that the agent's code stopped with SIGSTOP (itself, its
+process group, a helper doing it the moment the clean-up starts), or that the host had stopped as
+the first step of killing it when the host was killed, would live on in state ``T`` for ever.
+jupyter_client starts each kernel in a session of its own, so the operating system never continues
+it either. So each host process also starts one keeper (lazily, with its first kernel):
+
+- the keeper reads, on its stdin, a pipe whose write end only the host holds: ``+pid pgid start``
+  when a kernel starts, ``-pid`` when it is closed; EOF (or a new parent) means the host is gone;
+- then it kills each kernel still registered, if it is the same process (its start time in
+  ``/proc`` matches: a reused pid is left alone), with every process below it (`processes.kill_tree`:
+  SIGKILL ends a stopped process; nothing waits for the stopped one to act) and its process group;
+- it runs in a process group of its own in the host's session, and ignores SIGHUP: if the agent's
+  code stops it too, the host's death orphans its group and the operating system sends it SIGHUP and
+  SIGCONT (what POSIX does for a stopped, newly orphaned process group); it then does its work;
+- if it is gone when a kernel is registered (killed), a new one is started and told every kernel.
+
+Standard library only; run as a script (``python -I keeper.py HOST_PID``), it loads `processes` from
+its file and imports nothing of this package, so it starts in milliseconds.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+_lock = threading.Lock()
+_keeper: "subprocess.Popen[bytes] | None" = None
+_owner: int | None = None  # the pid of the process that started _keeper (a forked child starts its own)
+_watched: dict[int, tuple[int, int]] = {}  # kernel pid -> (pgid, start time), as told to the keeper
+
+
+def _forget_all_in_child() -> None:
+    """A forked child has no kernels of its own yet and must not write to its parent's keeper."""
+    global _keeper, _owner, _lock
+    _lock = threading.Lock()
+    _keeper, _owner = None, None
+    _watched.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_all_in_child)
+
+
+def start_time(pid: int) -> int | None:
+    """The process's start time (clock ticks after boot, /proc/PID/stat field 22), or None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+        return int(stat[stat.rindex(b")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def watch(pid: int | None, pgid: int | None) -> None:
+    """Tell the keeper about a started kernel (no-op without /proc)."""
+    started = start_time(pid) if pid else None
+    if started is None:
+        return
+    with _lock:
+        _watched[pid] = (pgid or 0, started)
+        _send(f"+{pid} {pgid or 0} {started}\n")
+
+
+def forget(pid: int | None) -> None:
+    """The kernel was closed: the keeper no longer kills it."""
+    with _lock:
+        if _watched.pop(pid, None) is not None:
+            _send(f"-{pid}\n")
+
+
+def keeper_pid() -> int | None:
+    """This process's keeper, if it has one running."""
+    with _lock:
+        alive = _keeper is not None and _owner == os.getpid() and _keeper.poll() is None
+        return _keeper.pid if alive else None
+
+
+def _send(line: str) -> None:
+    """Write to the keeper (under _lock), starting one, and telling it every kernel, if it is gone."""
+    global _keeper, _owner
+    for _ in range(2):
+        if _keeper is None or _owner != os.getpid() or _keeper.poll() is not None:
+            if _owner == os.getpid() and _keeper is not None:
+                _keeper.stdin.close()
+            _keeper, _owner = _start(), os.getpid()
+            line = "".join(f"+{pid} {pgid} {started}\n" for pid, (pgid, started) in _watched.items())
+        try:
+            _keeper.stdin.write(line.encode())
+            _keeper.stdin.flush()
+            return
+        except (BrokenPipeError, OSError, ValueError):
+            _keeper.poll()
+
+
+def _start() -> "subprocess.Popen[bytes]":
+    return subprocess.Popen(
+        [sys.executable, "-I", os.path.abspath(__file__), str(os.getpid())],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        process_group=0, close_fds=True, cwd="/",
+    )
+
+
+# ------------------------------------------------------------------ the keeper process itself
+def serve(host_pid: int, processes, fd: int = 0, interval: float = 0.5) -> None:
+    """Read registrations until the host is gone, then kill every kernel still registered."""
+    import select
+
+    for name in ("SIGHUP", "SIGINT", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGPIPE"):
+        signal.signal(getattr(signal, name), signal.SIG_IGN)
+    kernels: dict[int, tuple[int, int]] = {}
+    pending = b""
+    while True:
+        try:
+            readable, _, _ = select.select([fd], [], [], interval)
+        except InterruptedError:
+            continue
+        if readable:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in lines:
+                _apply(kernels, line.decode(errors="replace").split())
+        elif os.getppid() != host_pid:  # a forked child of the host may still hold the pipe
+            break
+    for pid, (pgid, started) in kernels.items():
+        if start_time(pid) == started:
+            processes.kill_tree(pid)
+            try:
+                if pgid and pgid != os.getpgid(0):
+                    os.killpg(pgid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def _apply(kernels: dict[int, tuple[int, int]], words: list[str]) -> None:
+    try:
+        if len(words) == 3 and words[0].startswith("+"):
+            kernels[int(words[0][1:])] = (int(words[1]), int(words[2]))
+        elif len(words) == 1 and words[0].startswith("-"):
+            kernels.pop(int(words[0][1:]), None)
+    except ValueError:
+        pass
+
+
+def _load_processes():
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "processes.py")
+    spec = importlib.util.spec_from_file_location("_deepagent_processes", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]), _load_processes())
