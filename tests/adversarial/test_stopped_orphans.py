@@ -10,6 +10,8 @@ agent's code in that kernel stops things, and the host is killed with SIGKILL:
 - the kernel's whole process group is stopped, with a child in it;
 - the kernel, and every other child of the host it can find (the watchers), are stopped;
 - a child the kernel started is stopped (the kernel itself runs on);
+- the other children of the host (the watchers) are killed, or sent SIGTERM, SIGHUP and SIGINT,
+  then the kernel stops itself;
 - the kernel is stopped the moment its own clean-up starts (files in its private directory disappear);
 - the host dies half-way through its own kill of the kernel (after the SIGSTOP, before the SIGKILL).
 
@@ -77,6 +79,21 @@ STOPPER = textwrap.dedent("""
                     continue
                 if int(stat[1]) == host:
                     stop(int(name))
+    elif what in ("kill-watchers", "signal-watchers"):  # end the other children of the host, then stop the kernel
+        time.sleep(0.3)
+        host = int(open(f"/proc/{kernel}/stat").read().rsplit(")", 1)[1].split()[1])
+        signals = [signal.SIGKILL] if what == "kill-watchers" else [signal.SIGTERM, signal.SIGHUP, signal.SIGINT]
+        for name in os.listdir("/proc"):
+            if name.isdigit() and int(name) not in (os.getpid(), kernel):
+                try:
+                    stat = open(f"/proc/{name}/stat").read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                if int(stat[1]) == host:
+                    for number in signals:
+                        os.kill(int(name), number)
+        time.sleep(0.5)
+        stop(kernel)
     elif what == "cleanup":  # stop the kernel the moment its clean-up starts (its directory goes first)
         junk = os.path.join(sys.argv[4], "junk")
         full = len(os.listdir(junk))
@@ -230,3 +247,11 @@ def test_a_kernel_stopped_while_its_clean_up_runs_dies_with_its_host(tmp_path, m
 
 def test_a_kernel_left_stopped_by_a_host_killed_mid_kill_dies(tmp_path, mark):
     assert run_host(tmp_path, *mark, what="none", command="die-mid-kill", stopped=False) == []
+
+
+def test_a_kernel_that_killed_its_watchers_then_stopped_itself_dies_with_its_host(tmp_path, mark):
+    assert run_host(tmp_path, *mark, what="kill-watchers") == []
+
+
+def test_a_kernel_that_signalled_its_watchers_then_stopped_itself_dies_with_its_host(tmp_path, mark):
+    assert run_host(tmp_path, *mark, what="signal-watchers") == []

@@ -14,8 +14,9 @@ it either. So each host process also starts one keeper (lazily, with its first k
   SIGKILL ends a stopped process; nothing waits for the stopped one to act) and its process group;
 - it runs in a process group of its own in the host's session, and ignores SIGHUP: if the agent's
   code stops it too, the host's death orphans its group and the operating system sends it SIGHUP and
-  SIGCONT (what POSIX does for a stopped, newly orphaned process group); it then does its work;
-- if it is gone when a kernel is registered (killed), a new one is started and told every kernel.
+  SIGCONT (what POSIX does for a stopped, newly orphaned process group); it then does its work.
+- it ignores SIGTERM, SIGINT and SIGHUP; if it is killed while kernels are registered, the host
+  starts another at once (a thread waits on it) and tells it every kernel.
 
 Standard library only; run as a script (``python -I keeper.py HOST_PID``), it loads `processes` from
 its file and imports nothing of this package, so it starts in milliseconds.
@@ -28,6 +29,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 _lock = threading.Lock()
 _keeper: "subprocess.Popen[bytes] | None" = None
@@ -99,11 +101,31 @@ def _send(line: str) -> None:
 
 
 def _start() -> "subprocess.Popen[bytes]":
-    return subprocess.Popen(
+    process = subprocess.Popen(
         [sys.executable, "-I", os.path.abspath(__file__), str(os.getpid())],
         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         process_group=0, close_fds=True, cwd="/",
     )
+    threading.Thread(target=_respawn, args=(process,), name="deepagent-keeper-respawn", daemon=True).start()
+    return process
+
+
+def _respawn(process: "subprocess.Popen[bytes]") -> None:
+    """When the keeper dies while kernels are registered (the agent's code killed it), start another
+    at once and tell it every kernel; one that keeps dying is restarted less and less often."""
+    started = time.monotonic()
+    process.wait()
+    lived = time.monotonic() - started
+    global _delay
+    _delay = RESPAWN_FIRST if lived > RESPAWN_RESET else min(_delay * 2, RESPAWN_MOST)
+    time.sleep(_delay)
+    with _lock:
+        if _keeper is process and _owner == os.getpid() and _watched:
+            _send("")
+
+
+RESPAWN_FIRST, RESPAWN_MOST, RESPAWN_RESET = 0.01, 5.0, 10.0
+_delay = RESPAWN_FIRST
 
 
 # ------------------------------------------------------------------ the keeper process itself
@@ -111,7 +133,7 @@ def serve(host_pid: int, processes, fd: int = 0, interval: float = 0.5) -> None:
     """Read registrations until the host is gone, then kill every kernel still registered."""
     import select
 
-    for name in ("SIGHUP", "SIGINT", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGPIPE"):
+    for name in ("SIGHUP", "SIGINT", "SIGTERM", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGPIPE"):
         signal.signal(getattr(signal, name), signal.SIG_IGN)
     kernels: dict[int, tuple[int, int]] = {}
     pending = b""
