@@ -12,6 +12,7 @@ agent's code in that kernel stops things, and the host is killed with SIGKILL:
 - a child the kernel started is stopped (the kernel itself runs on);
 - the other children of the host (the watchers) are killed, or sent SIGTERM, SIGHUP and SIGINT,
   then the kernel stops itself;
+- the watchers' stdin is opened through ``/proc``, told to forget the kernel, and flooded;
 - the kernel is stopped the moment its own clean-up starts (files in its private directory disappear);
 - the host dies half-way through its own kill of the kernel (after the SIGSTOP, before the SIGKILL).
 
@@ -94,6 +95,28 @@ STOPPER = textwrap.dedent("""
                         os.kill(int(name), number)
         time.sleep(0.5)
         stop(kernel)
+    elif what == "pipe":  # write to the watchers' stdin through /proc: unregister the kernel, then flood
+        time.sleep(0.3)
+        host = int(open(f"/proc/{kernel}/stat").read().rsplit(")", 1)[1].split()[1])
+        pipes = []
+        for name in os.listdir("/proc"):
+            if name.isdigit() and int(name) not in (os.getpid(), kernel):
+                try:
+                    if int(open(f"/proc/{name}/stat").read().rsplit(")", 1)[1].split()[1]) == host:
+                        pipes.append(os.open(f"/proc/{name}/fd/0", os.O_WRONLY | os.O_NONBLOCK))
+                except OSError:
+                    continue
+        for fd in pipes:
+            os.write(fd, f"-{kernel}\\n".encode())
+        stop(kernel)
+        deadline = time.monotonic() + float(mark)
+        while time.monotonic() < deadline:
+            for fd in pipes:
+                try:
+                    os.write(fd, b"\\n" * 4096)
+                except OSError:
+                    pass
+            time.sleep(0.001)
     elif what == "cleanup":  # stop the kernel the moment its clean-up starts (its directory goes first)
         junk = os.path.join(sys.argv[4], "junk")
         full = len(os.listdir(junk))
@@ -255,3 +278,7 @@ def test_a_kernel_that_killed_its_watchers_then_stopped_itself_dies_with_its_hos
 
 def test_a_kernel_that_signalled_its_watchers_then_stopped_itself_dies_with_its_host(tmp_path, mark):
     assert run_host(tmp_path, *mark, what="signal-watchers") == []
+
+
+def test_a_kernel_that_wrote_to_its_watchers_pipe_dies_with_its_host(tmp_path, mark):
+    assert run_host(tmp_path, *mark, what="pipe") == []

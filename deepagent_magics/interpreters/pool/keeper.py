@@ -8,7 +8,9 @@ jupyter_client starts each kernel in a session of its own, so the operating syst
 it either. So each host process also starts one keeper (lazily, with its first kernel):
 
 - the keeper reads, on its stdin, a pipe whose write end only the host holds: ``+pid pgid start``
-  when a kernel starts, ``-pid`` when it is closed; EOF (or a new parent) means the host is gone;
+  when a kernel starts, ``-pid`` when it is closed (heeded only once that process is gone, so code
+  that writes to the pipe through ``/proc`` cannot unregister a live kernel); EOF or a new parent
+  (checked after every read, so a flooded pipe does not hide it) means the host is gone;
 - then it kills each kernel still registered, if it is the same process (its start time in
   ``/proc`` matches: a reused pid is left alone), with every process below it (`processes.kill_tree`:
   SIGKILL ends a stopped process; nothing waits for the stopped one to act) and its process group;
@@ -147,9 +149,10 @@ def serve(host_pid: int, processes, fd: int = 0, interval: float = 0.5) -> None:
             if not chunk:
                 break
             *lines, pending = (pending + chunk).split(b"\n")
+            pending = pending[-4096:]
             for line in lines:
                 _apply(kernels, line.decode(errors="replace").split())
-        elif os.getppid() != host_pid:  # a forked child of the host may still hold the pipe
+        if os.getppid() != host_pid:  # another process holding or flooding the pipe does not hide it
             break
     for pid, (pgid, started) in kernels.items():
         if start_time(pid) == started:
@@ -166,7 +169,9 @@ def _apply(kernels: dict[int, tuple[int, int]], words: list[str]) -> None:
         if len(words) == 3 and words[0].startswith("+"):
             kernels[int(words[0][1:])] = (int(words[1]), int(words[2]))
         elif len(words) == 1 and words[0].startswith("-"):
-            kernels.pop(int(words[0][1:]), None)
+            pid = int(words[0][1:])
+            if pid in kernels and start_time(pid) != kernels[pid][1]:  # the host sends it once it is dead
+                del kernels[pid]
     except ValueError:
         pass
 
