@@ -282,3 +282,26 @@ def test_a_kernel_that_signalled_its_watchers_then_stopped_itself_dies_with_its_
 
 def test_a_kernel_that_wrote_to_its_watchers_pipe_dies_with_its_host(tmp_path, mark):
     assert run_host(tmp_path, *mark, what="pipe") == []
+
+
+def test_the_keeper_kills_only_the_process_it_was_told_about(tmp_path):
+    """A pid whose start time is not the registered one (a reused pid) is left alone; the same pid with
+    its own start time is killed when the host's pipe closes."""
+    from deepagent_magics.interpreters.pool import keeper
+
+    victims = [subprocess.Popen(["sleep", "60"], start_new_session=True) for _ in range(2)]
+    try:
+        reused, registered = victims
+        serving = subprocess.Popen([sys.executable, "-I", keeper.__file__, str(os.getpid())],
+                                   stdin=subprocess.PIPE, process_group=0)
+        serving.stdin.write(f"+{reused.pid} {reused.pid} {keeper.start_time(reused.pid) + 1}\n".encode())
+        serving.stdin.write(f"+{registered.pid} {registered.pid} {keeper.start_time(registered.pid)}\n".encode())
+        serving.stdin.write(f"-{registered.pid}\n".encode())  # still alive: not forgotten
+        serving.stdin.close()  # the host is gone
+        assert serving.wait(timeout=30) == 0
+        assert registered.wait(timeout=10) == -signal.SIGKILL
+        assert reused.poll() is None
+    finally:
+        for victim in victims:
+            victim.kill()
+            victim.wait()
