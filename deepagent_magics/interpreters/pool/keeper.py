@@ -14,9 +14,9 @@ it either. So each host process also starts one keeper (lazily, with its first k
 - then it kills each kernel still registered, if it is the same process (its start time in
   ``/proc`` matches: a reused pid is left alone), with every process below it (`processes.kill_tree`:
   SIGKILL ends a stopped process; nothing waits for the stopped one to act) and its process group;
-- it runs in a process group of its own in the host's session, and ignores SIGHUP: if the agent's
-  code stops it too, the host's death orphans its group and the operating system sends it SIGHUP and
-  SIGCONT (what POSIX does for a stopped, newly orphaned process group); it then does its work.
+- it runs in a process group of its own in the host's session: if the agent's code stops it too,
+  the host's death orphans its group and the operating system sends it SIGHUP and SIGCONT (what
+  POSIX does for a stopped, newly orphaned process group); it then does its work;
 - it ignores SIGTERM, SIGINT and SIGHUP; if it is killed while kernels are registered, the host
   starts another at once (a thread waits on it) and tells it every kernel.
 
