@@ -18,7 +18,7 @@ agent's code in that kernel stops things, and the host is killed with SIGKILL:
 
 After a bounded wait no process of the host's tree (every process below the host when it was killed,
 and every process carrying the test's mark, which the agent's code started) is alive. A zombie left to
-init is not ours to reap and does not count.
+init is not ours to reap and does not count. The kernel's private directory is gone too.
 """
 
 from __future__ import annotations
@@ -242,10 +242,14 @@ def run_host(tmp_path, mark: str, tracked: list, what: str, command: str = "", s
     finally:
         if host.poll() is None:
             host.kill()
-        shutil.rmtree(kernel_dir, ignore_errors=True)  # what a clean-up caught half-way left
     everything = tree + [p for p in marked(mark) if p.pid not in {t.pid for t in tree}]
     wait_for(lambda: not left(everything), 20)
-    return left(everything)
+    remaining = left(everything)
+    if what != "cleanup":  # the kernel's private directory (connection file, sockets) goes with it
+        wait_for(lambda: not os.path.exists(kernel_dir), 5)
+        remaining += [f"directory {kernel_dir}"] if os.path.exists(kernel_dir) else []
+    shutil.rmtree(kernel_dir, ignore_errors=True)  # what a clean-up caught half-way left
+    return remaining
 
 
 def test_a_kernel_that_stopped_itself_dies_with_its_host(tmp_path, mark):

@@ -13,7 +13,8 @@ it either. So each host process also starts one keeper (lazily, with its first k
   (checked after every read, so a flooded pipe does not hide it) means the host is gone;
 - then it kills each kernel still registered, if it is the same process (its start time in
   ``/proc`` matches: a reused pid is left alone), with every process below it (`processes.kill_tree`:
-  SIGKILL ends a stopped process; nothing waits for the stopped one to act) and its process group;
+  SIGKILL ends a stopped process; nothing waits for the stopped one to act) and its process group,
+  and removes its private directory (which the kernel's own watcher, killed first, may not have);
 - it runs in a process group of its own in the host's session: if the agent's code stops it too,
   the host's death orphans its group and the operating system sends it SIGHUP and SIGCONT (what
   POSIX does for a stopped, newly orphaned process group); it then does its work;
@@ -36,7 +37,8 @@ import time
 _lock = threading.Lock()
 _keeper: "subprocess.Popen[bytes] | None" = None
 _owner: int | None = None  # the pid of the process that started _keeper (a forked child starts its own)
-_watched: dict[int, tuple[int, int]] = {}  # kernel pid -> (pgid, start time), as told to the keeper
+_watched: dict[int, tuple[int, int, str]] = {}  # kernel pid -> (pgid, start time, private directory)
+KERNEL_DIRS_PREFIX = "deepagent-kernels-"  # lifecycle.HOST_DIR_PREFIX: the keeper removes only those
 
 
 def _forget_all_in_child() -> None:
@@ -61,14 +63,18 @@ def start_time(pid: int) -> int | None:
         return None
 
 
-def watch(pid: int | None, pgid: int | None) -> None:
-    """Tell the keeper about a started kernel (no-op without /proc)."""
+def watch(pid: int | None, pgid: int | None, folder: str = "") -> None:
+    """Tell the keeper about a started kernel and its private directory (no-op without /proc)."""
     started = start_time(pid) if pid else None
-    if started is None:
+    if started is None or "\n" in folder:
         return
     with _lock:
-        _watched[pid] = (pgid or 0, started)
-        _send(f"+{pid} {pgid or 0} {started}\n")
+        _watched[pid] = (pgid or 0, started, folder)
+        _send(_registration(pid, *_watched[pid]))
+
+
+def _registration(pid: int, pgid: int, started: int, folder: str) -> str:
+    return f"+{pid} {pgid} {started} {folder}".rstrip() + "\n"
 
 
 def forget(pid: int | None) -> None:
@@ -93,7 +99,7 @@ def _send(line: str) -> None:
             if _owner == os.getpid() and _keeper is not None:
                 _keeper.stdin.close()
             _keeper, _owner = _start(), os.getpid()
-            line = "".join(f"+{pid} {pgid} {started}\n" for pid, (pgid, started) in _watched.items())
+            line = "".join(_registration(pid, *entry) for pid, entry in _watched.items())
         try:
             _keeper.stdin.write(line.encode())
             _keeper.stdin.flush()
@@ -137,7 +143,7 @@ def serve(host_pid: int, processes, fd: int = 0, interval: float = 0.5) -> None:
 
     for name in ("SIGHUP", "SIGINT", "SIGTERM", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGPIPE"):
         signal.signal(getattr(signal, name), signal.SIG_IGN)
-    kernels: dict[int, tuple[int, int]] = {}
+    kernels: dict[int, tuple[int, int, str]] = {}
     pending = b""
     while True:
         try:
@@ -151,10 +157,10 @@ def serve(host_pid: int, processes, fd: int = 0, interval: float = 0.5) -> None:
             *lines, pending = (pending + chunk).split(b"\n")
             pending = pending[-4096:]
             for line in lines:
-                _apply(kernels, line.decode(errors="replace").split())
+                _apply(kernels, line.decode(errors="replace"))
         if os.getppid() != host_pid:  # another process holding or flooding the pipe does not hide it
             break
-    for pid, (pgid, started) in kernels.items():
+    for pid, (pgid, started, folder) in kernels.items():
         if start_time(pid) == started:
             processes.kill_tree(pid)
             try:
@@ -162,12 +168,23 @@ def serve(host_pid: int, processes, fd: int = 0, interval: float = 0.5) -> None:
                     os.killpg(pgid, signal.SIGKILL)
             except OSError:
                 pass
+            _remove(folder)
 
 
-def _apply(kernels: dict[int, tuple[int, int]], words: list[str]) -> None:
+def _remove(folder: str) -> None:
+    """The kernel's private directory (connection file, sockets), as its own watch thread would have;
+    only a kernel directory in a host's kernel folder, whatever was written to the pipe."""
+    import shutil
+
+    if folder and os.path.basename(os.path.dirname(os.path.realpath(folder))).startswith(KERNEL_DIRS_PREFIX):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _apply(kernels: dict[int, tuple[int, int, str]], line: str) -> None:
+    words = line.split(" ", 3)
     try:
-        if len(words) == 3 and words[0].startswith("+"):
-            kernels[int(words[0][1:])] = (int(words[1]), int(words[2]))
+        if len(words) >= 3 and words[0].startswith("+"):
+            kernels[int(words[0][1:])] = (int(words[1]), int(words[2]), words[3] if len(words) == 4 else "")
         elif len(words) == 1 and words[0].startswith("-"):
             pid = int(words[0][1:])
             if pid in kernels and start_time(pid) != kernels[pid][1]:  # the host sends it once it is dead

@@ -32,7 +32,7 @@ from . import keeper
 if TYPE_CHECKING:
     from .kernel import Kernel
 
-HOST_DIR_PREFIX = "deepagent-kernels-"
+HOST_DIR_PREFIX = keeper.KERNEL_DIRS_PREFIX
 
 _live: set["Kernel"] = set()  # started here and not yet closed: what the exit handler kills
 _lock = threading.Lock()
@@ -49,7 +49,7 @@ def register(kernel: "Kernel") -> bool:
             _live.add(kernel)
         exiting = _exiting
     if not exiting:
-        keeper.watch(kernel.pid, kernel.pgid)
+        keeper.watch(kernel.pid, kernel.pgid, kernel.dir)
     return not exiting
 
 
