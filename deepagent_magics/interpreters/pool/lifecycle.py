@@ -10,6 +10,9 @@
 - Each process keeps its kernels' files (connection file, sockets, logs) in one
   host directory, removed at exit; the first one made in a process also removes
   those left by processes that no longer exist.
+- A stopped kernel runs nothing, not even its watch thread: each kernel is also told
+  to this process's `keeper`, a process outside every kernel that SIGKILLs the kernel's
+  tree when this process is gone, whether the kernel was stopped or not.
 """
 
 from __future__ import annotations
@@ -24,11 +27,12 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from .. import processes
+from . import keeper
 
 if TYPE_CHECKING:
     from .kernel import Kernel
 
-HOST_DIR_PREFIX = "deepagent-kernels-"
+HOST_DIR_PREFIX = keeper.KERNEL_DIRS_PREFIX
 
 _live: set["Kernel"] = set()  # started here and not yet closed: what the exit handler kills
 _lock = threading.Lock()
@@ -43,12 +47,16 @@ def register(kernel: "Kernel") -> bool:
     with _lock:
         if not _exiting:
             _live.add(kernel)
-        return not _exiting
+        exiting = _exiting
+    if not exiting:
+        keeper.watch(kernel.pid, kernel.pgid, kernel.dir)
+    return not exiting
 
 
 def unregister(kernel: "Kernel") -> None:
     with _lock:
         _live.discard(kernel)
+    keeper.forget(kernel.pid)
 
 
 def register_pool(pool: Any) -> None:
