@@ -8,7 +8,8 @@ button at a step boundary, ``q`` at an approval question), `DeepAgent` ends the 
 - a spend cap, for the root agent: one final chance to answer from what it has, RLM's own
   ``extract`` step over the REPL history so far (the one LM call a reached cap allows; its usage
   is counted). The run ends ``finished`` with that answer, or ``budget_exhausted`` when there was
-  nothing to answer from or the call failed; why the cap stopped it is on ``run.config["spend"]``;
+  nothing to answer from or the call failed (its error one line: the cap's reason, then why the final
+  answer failed); why the cap stopped it is on ``run.config["spend"]``;
 - a spend cap, for a sub-agent: ``budget_exhausted`` at once (the tree's final call is the root's);
   its parent reads that as the sub-agent's error.
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .failures import reason as failure_reason
 from .spend import CapReached, budget_of
 from .stopping import StopRun
 
@@ -54,7 +56,7 @@ def end_early(rlm: Any, session: Any, exc: BaseException, output_field: str) -> 
                                  repl_history=inputs["repl_history"])
         answer = getattr(prediction, output_field, None)
     except Exception as failure:  # the provider failed the final call: the run still ends, kept
-        run.finish("budget_exhausted", error=f"{reason}; the final answer failed: {type(failure).__name__}: {failure}")
+        run.finish("budget_exhausted", error=f"{reason}; the final answer failed: {failure_reason(failure)}")
         return run
     if budget is not None:
         run.config["spend"] = budget.to_dict()
