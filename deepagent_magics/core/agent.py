@@ -31,7 +31,6 @@ from .stopping import StopRun
 from .session import NamespaceBusy, Session, activate, claim, deactivate, release
 from .subagent_types import check_types
 from .spend import CapReached, SpendBudget, check_caps
-from .steering import StopRequested
 from .workspace import Workspace
 
 DEFAULT_TIMEOUT = 120.0  # seconds one code block may run
@@ -307,19 +306,22 @@ class DeepAgent(dspy.Module):
                         notebook_variables=summary,
                         interpreter_factory=self._factory(session, namespace, shell, root),
                     )
-                except (CapReached, StopRequested) as exc:  # a cap reached, the user's stop (core.ending)
+                except (CapReached, StopRun) as exc:  # a cap reached; the user's stop button or `q` (core.ending)
+                    session.cancelled.set()  # first: tools the agent left running in its threads stop early
                     return end_early(self.rlm, session, exc, OUTPUT_FIELD)
-        except StopRun as exc:  # the user's `q` (core/approval.py): everything done so far is kept
-            run.finish("stopped", error=str(exc))
-            return run
         except Exception as exc:
+            session.cancelled.set()
             run.exception = exc
             run.finish("failed", error=reason(exc))  # one line naming the cause (failures.py)
             return run
+        except BaseException:  # an interrupt: `run` ends it `interrupted` and re-raises
+            session.cancelled.set()
+            raise
         finally:
             deactivate(token)
         run.prediction = prediction
         if problem := made_up(prediction):  # RLM's extract fallback after nothing but errors
+            session.cancelled.set()
             run.exception = RuntimeError(problem)
             run.finish("failed", error=problem)
             return run

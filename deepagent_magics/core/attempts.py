@@ -13,7 +13,10 @@ repairing adapter (`replies.ChatAdapter`) and the compacted history (`compaction
   raise the limit.
 
 Each retry is a ``reply_retry`` event on the run (data: step, attempt, problem), so the
-display and the record show it; the step the run records is the one that ran.
+display and the record show it; the step the run records is the one that ran. The step's first
+request was admitted with the step (the tree's spend caps, `observer`); before each retry request
+the caps are checked again (`spend.check_retry`), so a model that never sends a readable reply
+cannot carry the run past a cap: `CapReached` ends it as a cap at a step boundary does.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from dspy.utils.exceptions import AdapterParseError, ContextWindowExceededError
 
 from .compaction import KEEP_VERBATIM, compact, compactor_for
 from .replies import COMPLETED, action_adapter, diagnose
+from .spend import check_retry
 
 FORMAT_RETRIES = 2  # a step's extra requests after replies no one can read
 REPLY_RETRY = "reply_retry"  # the run event (data: step, attempt, problem)
@@ -119,6 +123,13 @@ class _Step:
         self.session, self.kwargs = session, kwargs
         self.unreadable = 0
         self.problem: str | None = None
+        self.requests = 0
+
+    def admit(self) -> None:
+        """Before each request: the first was admitted with the step; a retry only while under the caps."""
+        self.requests += 1
+        if self.requests > 1 and self.session is not None:
+            check_retry(self.session.run)
 
     def inputs(self) -> dict[str, Any]:
         shown = _with_feedback(self.kwargs, self.problem) if self.problem else self.kwargs
@@ -177,6 +188,7 @@ def predict_step(call: Callable[..., Any], session: Any, kwargs: dict[str, Any])
     """``call(**kwargs)`` (the action predictor's forward) until it yields a step that can run."""
     step = _Step(session, kwargs)
     while True:
+        step.admit()
         with _request() as replies:
             try:
                 prediction = call(**step.inputs())
@@ -192,6 +204,7 @@ async def apredict_step(call: Callable[..., Any], session: Any, kwargs: dict[str
     """The async `predict_step`."""
     step = _Step(session, kwargs)
     while True:
+        step.admit()
         with _request() as replies:
             try:
                 prediction = await call(**step.inputs())

@@ -1,13 +1,15 @@
 """How a run ends before the agent answers: a spend cap reached, or the user's stop.
 
 `observer.StepPredict` remembers, at each step, what it showed the LM (`remember`); when the next
-step may not start (`spend.CapReached`, `steering.StopRequested`), `DeepAgent` ends the run here:
+step may not start (`spend.CapReached`), or the user stops the run (`stopping.StopRun`: the stop
+button at a step boundary, ``q`` at an approval question), `DeepAgent` ends the run here:
 
-- the user's stop: ``stopped``, no further LM call;
+- the user's stop: ``stopped`` with the stop's one-line reason, no further LM call;
 - a spend cap, for the root agent: one final chance to answer from what it has, RLM's own
   ``extract`` step over the REPL history so far (the one LM call a reached cap allows; its usage
   is counted). The run ends ``finished`` with that answer, or ``budget_exhausted`` when there was
-  nothing to answer from or the call failed; why the cap stopped it is on ``run.config["spend"]``;
+  nothing to answer from or the call failed (its error one line: the cap's reason, then why the final
+  answer failed); why the cap stopped it is on ``run.config["spend"]``;
 - a spend cap, for a sub-agent: ``budget_exhausted`` at once (the tree's final call is the root's);
   its parent reads that as the sub-agent's error.
 
@@ -19,8 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .failures import reason as failure_reason
 from .spend import CapReached, budget_of
-from .steering import StopRequested
+from .stopping import StopRun
 
 LAST_INPUTS = "last_action_inputs"  # session.extras: the action inputs of the newest step
 SPEND_CAP = "spend_cap"  # run event (data: reason): a cap stopped the run's tree
@@ -35,7 +38,7 @@ def remember(session: Any, kwargs: dict[str, Any]) -> None:
 def end_early(rlm: Any, session: Any, exc: BaseException, output_field: str) -> Any:
     """Finish ``session.run`` for ``exc`` (see the module docstring); returns the run."""
     run = session.run
-    if isinstance(exc, StopRequested):
+    if isinstance(exc, StopRun):
         run.finish("stopped", error=str(exc))
         return run
     assert isinstance(exc, CapReached)
@@ -53,7 +56,7 @@ def end_early(rlm: Any, session: Any, exc: BaseException, output_field: str) -> 
                                  repl_history=inputs["repl_history"])
         answer = getattr(prediction, output_field, None)
     except Exception as failure:  # the provider failed the final call: the run still ends, kept
-        run.finish("budget_exhausted", error=f"{reason}; the final answer failed: {type(failure).__name__}: {failure}")
+        run.finish("budget_exhausted", error=f"{reason}; the final answer failed: {failure_reason(failure)}")
         return run
     if budget is not None:
         run.config["spend"] = budget.to_dict()

@@ -9,6 +9,10 @@ most `RetryPolicy.max_wait`, else an exponential backoff; a rate limit that asks
 at once, saying so. Each wait is a ``provider_retry`` event on the run (data: attempt, wait,
 cause, retries: the most there will be), so the status line can say what the run is waiting for.
 
+A retry waits and asks within the run tree's spend caps (`spend`): the wait looks at the caps
+every `spend.WAIT_SLICE` seconds and once more before the request (`spend.check_retry`), so a provider
+that keeps failing cannot carry a run past a cap (`CapReached`, the reason a step would get).
+
 Tune it per agent (``agent.retry_policy = RetryPolicy(retries=5, max_wait=120)``) or for every
 agent (``DeepAgent.retry_policy = ...``). Other LMs (a `ScriptedLM`, a custom engine or ``BaseLM``)
 are used as they are, with DSPy's own retries.
@@ -17,7 +21,9 @@ are used as they are, with DSPy's own retries.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -25,6 +31,7 @@ import dspy
 from dspy.utils.exceptions import LMError, is_retryable_lm_error
 
 from .query_streaming import StreamingQueries
+from .spend import WAIT_SLICE, budget_of, check_retry
 
 PROVIDER_RETRY = "provider_retry"  # the run event (data: attempt, wait, cause, retries)
 
@@ -78,26 +85,47 @@ class RetryingLM:
         while True:
             emitted = _progress()
             try:
+                if attempt:  # the first request was admitted by its caller (a step, ``llm_query``)
+                    check_retry(self._deepagent_run)
                 with emitted as progress:
                     return super().__call__(*args, **kwargs)
             except LMError as exc:
                 if getattr(progress, "emitted", False):
                     raise  # never replay after a streamed reply was shown
                 attempt += 1
-                time.sleep(self._retry_wait(exc, attempt))
+                for pause in _pauses(self._deepagent_run, self._retry_wait(exc, attempt)):
+                    time.sleep(pause)
 
     async def acall(self, *args: Any, **kwargs: Any) -> Any:
         attempt = 0
         while True:
             emitted = _progress()
             try:
+                if attempt:  # the first request was admitted by its caller (a step, ``llm_query``)
+                    check_retry(self._deepagent_run)
                 with emitted as progress:
                     return await super().acall(*args, **kwargs)
             except LMError as exc:
                 if getattr(progress, "emitted", False):
                     raise
                 attempt += 1
-                await asyncio.sleep(self._retry_wait(exc, attempt))
+                for pause in _pauses(self._deepagent_run, self._retry_wait(exc, attempt)):
+                    await asyncio.sleep(pause)
+
+
+def _pauses(run: Any, wait: float) -> Iterator[float]:
+    """The sleeps that make up a retry's ``wait``: one, or with spend caps slices between which the caps are
+    looked at (`CapReached` as soon as one is reached: no one waits for a retry that may not start)."""
+    budget = budget_of(run)
+    capped = budget is not None and budget.capped
+    deadline = time.monotonic() + wait
+    while True:
+        if capped:
+            budget.check()
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        yield min(left, WAIT_SLICE) if capped else left
 
 
 def _progress() -> Any:
@@ -105,8 +133,6 @@ def _progress() -> Any:
     try:
         from dspy.clients.call_context import adapter_fallback_scope
     except ImportError:  # pragma: no cover - an older or newer DSPy
-        import contextlib
-
         return contextlib.nullcontext()
     return adapter_fallback_scope()
 

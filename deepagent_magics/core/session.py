@@ -34,7 +34,9 @@ class Session:
     workspace: Workspace
     agent: "DeepAgent | None" = None
     extras: dict[str, Any] = field(default_factory=dict)
-    cancelled: threading.Event = field(default_factory=threading.Event)  # set when the run is stopped
+    # Set when the run ends early (stopped, a cap, an interrupt, a failure: `DeepAgent._run`) or its kernel is
+    # stopped (a sub-agent past its time limit): long tool walks the agent left running check it and stop.
+    cancelled: threading.Event = field(default_factory=threading.Event)
 
     def wrap_tool(self, name: str, tool: Callable[..., Any]) -> Callable[..., Any]:
         """``tool`` as agent code calls it: positional or keyword arguments, run inside this session."""

@@ -15,7 +15,12 @@ Checked *before* each LM call starts, under one lock, exact under concurrency:
 - so a call starts only while what is spent *plus what calls in flight are expected to spend* is
   under every cap; when only the calls in flight keep it from fitting, the asker waits for them
   and decides on what they really cost. Four sub-agents asking at once start exactly the calls
-  one agent asking in turn would have started.
+  one agent asking in turn would have started;
+- a step (or ``llm_query``) admitted once may make more requests: a reply no one can read is asked
+  for again (`attempts`), a provider fault is retried (`retries`). Before each such retry the caps
+  are checked as a step's admission checks them first (`check_retry`), and a retry's wait looks at
+  them as it goes, so retries cannot carry the tree past a cap by more than the one request that
+  crossed it.
 
 Cost and tokens are what the provider reports through DSPy/LiteLLM (each history entry's
 ``usage`` and ``cost``). A provider that reports no cost (a local model, a custom engine) cannot
@@ -160,10 +165,7 @@ class SpendBudget:
         n = max(1, int(n))
         with self._cond:
             while True:
-                reason = self._over()
-                if reason is not None:
-                    self.reached = self.reached or reason
-                    raise CapReached(f"spend cap: {reason}; no further LM call starts")
+                self._refuse_if_over()
                 # Calls this thread itself has in flight (a predictor built in the sandbox that calls
                 # llm_query) will not return while it waits here: only the others' are waited for.
                 if self._fits() or self.in_flight - getattr(self._held, "n", 0) <= 0:
@@ -175,6 +177,17 @@ class SpendBudget:
             self.in_flight += n
             self._held.n = getattr(self._held, "n", 0) + n
             return reservation
+
+    def _refuse_if_over(self) -> None:
+        reason = self._over()
+        if reason is not None:
+            self.reached = self.reached or reason
+            raise CapReached(f"spend cap: {reason}; no further LM call starts")
+
+    def check(self) -> None:
+        """`CapReached` (the reason `admit` gives) when what is spent already reaches a cap; else nothing."""
+        with self._cond:
+            self._refuse_if_over()
 
     def release(self, reservation: tuple[int, float], n: int = 1) -> None:
         with self._cond:
@@ -266,6 +279,17 @@ def budget_of(run: Any) -> SpendBudget | None:
 
 def budget_of_session(session: Any) -> SpendBudget | None:
     return budget_of(getattr(session, "run", None)) if session is not None else None
+
+
+def check_retry(run: Any) -> None:
+    """Before one retry request of a call already admitted (`attempts`, `retries`): `CapReached` when what
+    the tree has spent reaches a cap (the check `admit` makes first, with its reason). The call's
+    reservation, made when it was admitted, stands for its retries: a retry replaces a request, so it
+    neither reserves again nor waits for calls in flight (in ``llm_query_batched``'s worker threads one of
+    those is its own call)."""
+    budget = budget_of(run)
+    if budget is not None and budget.capped:
+        budget.check()
 
 
 def guard_tool(session: Any, name: str, args: tuple, kwargs: dict) -> contextlib.AbstractContextManager:

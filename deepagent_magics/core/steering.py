@@ -6,7 +6,7 @@ messages); the agent's loop reads it at its step boundaries, before it asks the 
 step (`observer.StepPredict` calls `before_step`):
 
 - **stop**: the next step of every agent in the tree is not asked for; the run ends ``stopped``
-  (`StopRequested`), everything it did kept;
+  (`StopRequested`, which is `stopping.StopRun`: one exception for every stop), everything it did kept;
 - **notes**: each note is shown to the root agent in every request from its next step on, after
   its REPL history (`NotedHistory`), and recorded on the run (a ``user_note`` event);
 - **todo edits**: the root run's todo list is replaced at the next step boundary, so the agent's
@@ -24,6 +24,7 @@ from dspy.primitives.repl_types import REPLHistory
 from pydantic import Field
 
 from .redaction import scrub
+from .stopping import StopRun
 
 USER_NOTE = "user_note"  # run event (data: note, step): a note the user sent while the run worked
 MAX_NOTE_CHARS = 4_000
@@ -31,8 +32,7 @@ TODO_STATUSES = ("pending", "in_progress", "completed")
 NOTES_HEAD = "=== Notes from the user, sent while you work (they take precedence over the task where they differ) ==="
 
 
-class StopRequested(RuntimeError):
-    """The user asked the run to stop after its current step."""
+StopRequested = StopRun  # the user asked the run to stop after its current step: the one stop exception
 
 
 class Steering:
