@@ -11,29 +11,21 @@ from __future__ import annotations
 import os
 import re
 import secrets
-import socket
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
 import playwright.sync_api as playwright_api
 import pytest
 
+from servers import answers, free_port, serving
+
 CHROMIUM = "/usr/bin/chromium"
 # Screenshots go to a temporary folder (DEEPAGENT_TEST_ARTIFACTS names another one to keep them).
 ARTIFACTS = Path(os.environ.get("DEEPAGENT_TEST_ARTIFACTS") or Path(tempfile.gettempdir()) / "deepagent-test-artifacts")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -53,33 +45,14 @@ def lab(tmp_path_factory):
     port, token = free_port(), secrets.token_hex(16)
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(root / ".config"), JUPYTER_RUNTIME_DIR=str(root / ".runtime"),
                JUPYTERLAB_SETTINGS_DIR=str(root / ".settings"), JUPYTERLAB_WORKSPACES_DIR=str(root / ".workspaces"))
-    log = open(root / "lab.log", "w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-         "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-         "--allow-root", "--LabApp.extension_manager=readonly", "--LabApp.news_url=None",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("JupyterLab did not start:\n" + (root / "lab.log").read_text()[-3000:])
-                time.sleep(0.5)
+    with serving([sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+                  f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+                  f"--ServerApp.root_dir={root}", "--allow-root", "--LabApp.extension_manager=readonly",
+                  "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+                 cwd=root, env=env, log=root / "lab.log", ready=answers(f"{url}/api/status?token={token}"),
+                 poll=0.5):
         yield url, token, root
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
 
 
 def require_chromium() -> None:

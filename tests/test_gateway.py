@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -25,16 +24,11 @@ from deepagent_magics.interpreters.kernel import KernelInterpreter
 from deepagent_magics.interpreters.pool import KernelPool
 from deepagent_magics.interpreters.pool.gateway import Gateway, GatewayError, GatewayKernel
 from deepagent_magics.testing import ScriptedLM
+from servers import free_port, serving
 
 pytestmark = pytest.mark.kernel
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "gw-test-token-7f3a"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -45,26 +39,20 @@ def gateway_server(tmp_path_factory):
     env = dict(os.environ, PYTHONPATH=str(ROOT), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
                JUPYTER_DATA_DIR=str(home / "data"), JUPYTER_CONFIG_DIR=str(home / "config"))
     env.pop("JUPYTER_GATEWAY_URL", None)
-    log = open(home / "gateway.log", "wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "kernelgateway", "--KernelGatewayApp.ip=127.0.0.1",
-         f"--KernelGatewayApp.port={port}", f"--KernelGatewayApp.auth_token={TOKEN}",
-         "--JupyterWebsocketPersonality.list_kernels=True"],
-        cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
+
+    def ready() -> bool:
         try:
             Gateway(url, TOKEN).check()
-            break
+            return True
         except GatewayError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError((home / "gateway.log").read_text()[-2000:])
-            time.sleep(0.3)
-    yield {"url": url, "process": process, "home": home}
-    process.terminate()
-    process.wait(timeout=30)
-    log.close()
+            return False
+
+    with serving([sys.executable, "-m", "jupyter", "kernelgateway", "--KernelGatewayApp.ip=127.0.0.1",
+                  f"--KernelGatewayApp.port={port}", f"--KernelGatewayApp.auth_token={TOKEN}",
+                  "--JupyterWebsocketPersonality.list_kernels=True"],
+                 cwd=home, env=env, log=home / "gateway.log", ready=ready, timeout=60) as process:
+        yield {"url": url, "process": process, "home": home}
 
 
 @pytest.fixture

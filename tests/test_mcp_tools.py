@@ -19,6 +19,7 @@ from deepagent_magics import DeepAgent
 from deepagent_magics.testing import ScriptedLM
 from deepagent_magics.tools import mcp as mcp_tools_module
 from deepagent_magics.tools.mcp import MCPError, close_all
+from servers import free_port
 
 SERVER = textwrap.dedent('''
     import os, sys
@@ -143,12 +144,6 @@ def test_a_server_that_cannot_start_is_one_clear_line(spec, words, workspace):
     message = str(caught.value)
     assert words in message and "\n" not in message, message
     assert time.monotonic() - started < 40
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_a_streamable_http_server_by_url(tmp_path, workspace):

@@ -13,8 +13,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import time
 import urllib.error
@@ -24,16 +22,11 @@ from pathlib import Path
 import nbformat
 import pytest
 from jupyter_client import BlockingKernelClient
+from servers import answers, free_port, serving
 
 pytestmark = pytest.mark.kernel
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED_CONFIG = REPO / "jupyter-config" / "jupyter_server_config.d" / "deepagent_magics.json"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Server:
@@ -105,32 +98,12 @@ def server(tmp_path_factory):
     port, token = free_port(), secrets.token_hex(16)
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(root / ".config"), JUPYTER_RUNTIME_DIR=str(root / ".runtime"),
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    log = open(root / "server.log", "w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "jupyter_server", "--no-browser", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={root}", "--allow-root"],
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("jupyter server did not start:\n" + (root / "server.log").read_text()[-3000:])
-                time.sleep(0.3)
+    with serving([sys.executable, "-m", "jupyter_server", "--no-browser", "--ServerApp.ip=127.0.0.1",
+                  f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+                  f"--ServerApp.root_dir={root}", "--allow-root"],
+                 cwd=root, env=env, log=root / "server.log", ready=answers(f"{url}/api/status?token={token}")):
         yield Server(url, token, root)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
 
 
 SLOW_STEPS = (
