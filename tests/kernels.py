@@ -130,7 +130,21 @@ def execute(client, code, timeout=60, *, allow_stdin=None,
 
     ``on_input(prompt, cell)`` answers each ``input_request`` the cell makes (its return value is
     typed in; None sends nothing, e.g. when it pressed the stop button instead). ``allow_stdin``
-    is the request's flag (None: the client's default)."""
+    is the request's flag (None: the client's default).
+
+    After a cell ends in an error, ipykernel aborts every execute_request that reaches it before its
+    "stop aborting" marker does (stop_on_error): a request sent the moment the error reply arrives
+    can lose that race, more often while the kernel's other threads are busy. Such a request is
+    answered "aborted" without running, so it is sent again (a few times)."""
+    for _ in range(5):
+        cell = _execute_once(client, code, timeout, allow_stdin, on_input)
+        if cell.status != "aborted":
+            return cell
+        time.sleep(0.1)
+    return cell
+
+
+def _execute_once(client, code, timeout, allow_stdin, on_input) -> Cell:
     msg_id = client.execute(code, allow_stdin=allow_stdin)
     cell = Cell(msg_id)
     poll = 0.02 if on_input else None

@@ -136,18 +136,9 @@ lm = ScriptedLM(scripts={
 """
 
 
-def _execute(client, code, timeout=120, attempts=5):
-    """Run code in the kernel; (reply status, ename, stdout).
-
-    After a cell ends in an error, ipykernel aborts every execute_request that reaches it before
-    its "stop aborting" marker does (stop_on_error): a request sent the moment the error reply
-    arrives can lose that race (more often while the kernel's other threads are busy, e.g. the
-    pool refilling). Such a request is answered "aborted" without running; it is sent again."""
-    for _ in range(attempts):
-        cell = execute(client, code, timeout)
-        if cell.status != "aborted":
-            break
-        time.sleep(0.1)
+def _execute(client, code, timeout=120):
+    """Run code in the kernel; (reply status, ename, stdout)."""
+    cell = execute(client, code, timeout)
     return cell.status, cell.reply.get("ename"), cell.streams
 
 

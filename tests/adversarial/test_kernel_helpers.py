@@ -84,6 +84,15 @@ def test_an_earlier_unread_reply_is_passed_over(pair):
     assert "first\n" not in cell.stdout
 
 
+def test_a_request_ipykernel_aborts_after_an_error_is_sent_again(pair):
+    """A cell queued behind one that fails is answered "aborted" without running (stop_on_error)."""
+    _, client = pair
+    client.execute("import time\ntime.sleep(0.5)\nraise ValueError('the cell before')")  # left unread
+    cell = execute(client, "ran_after_the_error = True\nprint('ran')")
+    assert cell.status == "ok" and cell.stdout == "ran\n"
+    assert execute(client, "print(ran_after_the_error)").stdout == "True\n"
+
+
 def test_messages_of_other_parents_are_kept_as_strays(pair):
     _, client = pair
     execute(client, "import contextvars, threading\nold = contextvars.copy_context()")
