@@ -16,7 +16,6 @@ sleeping in C ends as soon as it wakes. The parent does not wait for either (see
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import inspect
 import json
@@ -28,6 +27,7 @@ from dspy.utils.callback import with_callbacks
 
 from ..core.calling import run_coroutine
 from ..core.lm_requests import facade_requests
+from .async_raise import raise_in, take_back
 from .facade_guard import FacadeGuard
 from .kernel_side import TOOL_PROMPT
 from .wire import NotCarried, to_wire
@@ -117,10 +117,10 @@ class ToolBridge:
         deadline = time.monotonic() + CANCEL_FOR
         time.sleep(CANCEL_EVERY)  # a tool that watches `cancelled` ends by itself first
         while self._tool_call is call and thread.is_alive() and time.monotonic() < deadline:
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(SubAgentCancelled))
+            raise_in(thread.ident, SubAgentCancelled)
             time.sleep(CANCEL_EVERY)
         if self._tool_call is not call:  # it left the tool: take back a raise it has not seen yet
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), None)
+            take_back(thread.ident)
 
 
 def _awaited(tool: Callable[..., Any]) -> Callable[..., Any]:

@@ -98,14 +98,14 @@ def exec_step(body, tail, filename, namespace):
     on purpose. Left set, the user's next bare ``raise`` re-raises the agent's exception, and every
     later traceback in the kernel reads "During handling of the above exception". The thread's trace
     function is put back too: one the code installed would trace every later cell."""
-    before, trace = sys.exc_info()[1], sys.gettrace()
+    before, trace = sys.exc_info()[1], sys.gettrace()  # put back with the real settrace: agent code may patch it
     error = None
     try:
         exec(compile(body, filename, "exec"), namespace)
         value = eval(compile(tail, filename, "eval"), namespace) if tail is not None else None
     except BaseException as exc:  # noqa: BLE001 - raised again below, outside any handler
         error = exc
-    sys.settrace(trace)
+    _settrace(trace)
     _set_handled_exception(None if before is None else id(before))
     if error is not None:
         try:
@@ -115,6 +115,7 @@ def exec_step(body, tail, filename, namespace):
     return value
 
 
+_settrace = sys.settrace
 _set_handled_exception = ctypes.pythonapi.PyErr_SetHandledException  # new in 3.11; takes a new reference
 _set_handled_exception.argtypes = [ctypes.c_void_p]
 _set_handled_exception.restype = None

@@ -34,13 +34,13 @@ itself. The exception is delivered when the call returns.
 from __future__ import annotations
 
 import _thread
-import ctypes
 import signal
 import sys
 import threading
 import time
 from typing import Any, Callable
 
+from .async_raise import raise_in, take_back
 from .guards import ORIGINAL
 from .kernel_side import STEP_PREFIX
 from .timer_patches import make_timer_patches
@@ -50,7 +50,6 @@ RETRY = 0.1  # seconds between raises once the time is up
 _monotonic = time.monotonic
 _real_sleep = time.sleep
 _pthread_kill = ORIGINAL["pthread_kill"]
-_set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
 _real_signal = signal.signal
 _settrace, _gettrace = sys.settrace, sys.gettrace
 _local = threading.local()  # .stack: the limited blocks running in this thread, innermost last
@@ -140,7 +139,8 @@ class TimeLimit:
                 block = self._block
                 with block.lock:  # the watchdog delivers under it: after this, nothing more
                     block.active = False
-                _set_async_exc(ctypes.c_ulong(block.thread), None)  # clear one sent before
+                if block.deliveries:
+                    take_back(block.thread)  # one sent and not raised yet
                 if block.armed:
                     block.armed = False
                     _settrace(block.previous_trace)
@@ -193,7 +193,7 @@ class _Block:
             if self.active:
                 self.fired = True
                 self.deliveries += 1
-                _set_async_exc(ctypes.c_ulong(self.thread), ctypes.py_object(ExecutionTimeout))
+                raise_in(self.thread, ExecutionTimeout)
                 if self.on_main:
                     _pthread_kill(self.thread, signal.SIGALRM)
 

@@ -258,16 +258,14 @@ def test_an_interrupt_landing_while_a_block_starts_or_ends_leaves_nothing_behind
 # exception, and every later traceback would read "During handling of the above exception".
 LEAVES_THREAD_STATE = {
     "the timeout swallowed by __exit__": HOSTILE["a with-statement that swallows"],
-    "its own trace function, left installed": "import sys\nsys.settrace(lambda frame, event, arg: None)\nx = 1",
 }
 
 
 @pytest.mark.parametrize("case", list(LEAVES_THREAD_STATE))
-def test_no_handled_exception_or_trace_function_is_left_in_the_users_thread(tmp_path, case):
+def test_no_handled_exception_is_left_in_the_users_thread(tmp_path, case):
     assert sys.exc_info() == (None, None, None)
     run, _ = run_hostile(LEAVES_THREAD_STATE[case], {}, tmp_path)
     assert run.status == "finished", run.error
-    assert sys.gettrace() is None  # a tracer the code installed is not left tracing the user's cells
     assert sys.exc_info() == (None, None, None)
     with pytest.raises(RuntimeError, match="No active exception to reraise"):
         raise  # noqa: PLE0704 - what a user's bare `raise` does after the run
@@ -281,3 +279,83 @@ def test_no_handled_exception_is_left_behind_in_a_kernel(ip, tmp_path):
     assert "TimeoutError" in ip.user_ns["_deepagent_run"].steps[0].output
     after = ip.run_cell("raise")
     assert isinstance(after.error_in_exec, RuntimeError), after.error_in_exec
+
+
+# Taking back an asynchronous exception not yet raised (PyThreadState_SetAsyncExc with NULL) left CPython
+# 3.11's eval breaker set for good: with a trace or profile function on, the next call into a Python
+# function spun for ever, out of the time limit's reach. Every block took one back as it closed, so after
+# one agent step the user's debugger (or the agent's own settrace) hung the kernel.
+TRACING = {
+    "settrace, then a call": "import sys\ndef t(frame, event, arg):\n    return None\ndef f():\n    return 1\n"
+                             "sys.settrace(t)\nf()\nsys.settrace(None)\nprint('traced')",
+    "setprofile, then a call": "import sys\ndef p(frame, event, arg):\n    return None\ndef f():\n    return 1\n"
+                               "sys.setprofile(p)\nf()\nsys.setprofile(None)\nprint('traced')",
+    "threading's hooks, then a call in a thread": (
+        "import threading\ndef t(frame, event, arg):\n    return None\ndef f():\n    return 1\n"
+        "threading.settrace(t)\nthreading.setprofile(t)\nworker = threading.Thread(target=f)\nworker.start()\n"
+        "worker.join()\nthreading.settrace(None)\nthreading.setprofile(None)\nprint('traced')"),
+}
+
+
+@pytest.mark.parametrize("case", list(TRACING))
+def test_code_that_traces_itself_cannot_hang_the_run(tmp_path, case):
+    lm = ScriptedLM([("Trace.", TRACING[case]), ("Done.", "SUBMIT(result='done')")])
+    box = {}
+    worker = threading.Thread(target=lambda: box.update(run=DeepAgent(lm=lm, workspace=tmp_path, timeout=30)
+                                                        .run("trace", {})), daemon=True)
+    worker.start()
+    worker.join(60)
+    assert not worker.is_alive(), "the run hung"
+    run = box["run"]
+    assert run.status == "finished" and run.result == "done", run.error
+    assert run.steps[0].output == "traced"
+    assert sys.gettrace() is None and sys.getprofile() is None
+
+
+DEBUGGER_AFTER_A_RUN = """
+import sys, tempfile
+from deepagent_magics import DeepAgent
+from deepagent_magics.testing import ScriptedLM
+
+lm = ScriptedLM([("Fight.", "import time\\nwhile True:\\n    try:\\n        time.sleep(1)\\n    except:\\n        pass"),
+                 ("Done.", "SUBMIT(result='done')")])
+run = DeepAgent(lm=lm, workspace=tempfile.mkdtemp(), timeout=0.5).run("fight", {})
+assert "TimeoutError" in run.steps[0].output, run.steps[0].output
+
+def f():
+    return 1
+
+sys.settrace(lambda frame, event, arg: None)  # what a debugger does
+for _ in range(1000):
+    f()
+sys.settrace(None)
+print("debugger ok")
+"""
+
+
+def test_a_debugger_still_works_after_a_run_whose_step_timed_out():
+    """In a fresh process (a hang here must not hang the suite): a run whose step timed out, then tracing."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", DEBUGGER_AFTER_A_RUN], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "debugger ok" in done.stdout, done.stderr[-2000:]
+
+
+def test_setting_the_trace_function_that_is_already_set_passes(tmp_path):
+    """doctest saves and restores the trace function (None when there is none): that must keep working."""
+    lm = ScriptedLM([("Same.", "import sys\nsys.settrace(sys.gettrace())\nsys.setprofile(None)\nprint('fine')"),
+                     ("Done.", "SUBMIT(result='done')")])
+    run = DeepAgent(lm=lm, workspace=tmp_path, timeout=30).run("same", {})
+    assert run.steps[0].output == "fine"
+
+
+def test_a_trace_function_a_step_leaves_installed_is_removed_after_it():
+    """Where nothing refuses it (a sub-agent's kernel has no timer patches), the step puts the trace function back."""
+    import ast
+
+    from deepagent_magics.interpreters.kernel_side import exec_step, split_trailing_expression
+
+    code = "import sys\nsys.settrace(lambda frame, event, arg: None)\nsys.setprofile(None)\n1 + 1"
+    body, tail = split_trailing_expression(ast.parse(code, "<agent step 1>", "exec"))
+    assert exec_step(body, tail, "<agent step 1>", {}) == 2
+    assert sys.gettrace() is None

@@ -1,0 +1,42 @@
+"""Raising an exception in another thread (``PyThreadState_SetAsyncExc``), and taking one back.
+
+Taking back one not yet raised (the call with NULL) leaves CPython 3.11's eval breaker set
+for the whole process: only raising an asynchronous exception resets it. From then on
+every function call takes the slow path, and with a trace or profile function on (a
+debugger, ``%debug``, coverage) the first call spins for ever where nothing can stop it.
+So `take_back` then raises one of its own in the calling thread, at once, and catches it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+_set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
+
+
+class _Reset(BaseException):
+    """Raised in the calling thread by `take_back` and caught there: what resets the eval breaker."""
+
+
+def raise_in(thread_id: int, exc_type: type[BaseException]) -> None:
+    """Raise ``exc_type`` in the thread at its next bytecode check (the class: created where it is raised)."""
+    _set_async_exc(ctypes.c_ulong(thread_id), ctypes.py_object(exc_type))
+
+
+def take_back(thread_id: int) -> None:
+    """Withdraw an exception `raise_in` sent to the thread and that it has not raised yet."""
+    _set_async_exc(ctypes.c_ulong(thread_id), None)
+    me = threading.get_ident()
+    raised = False
+    try:
+        _set_async_exc(ctypes.c_ulong(me), ctypes.py_object(_Reset))  # raised as this call returns
+        _checkpoint()  # or at the latest here, on entering a function
+    except _Reset:
+        raised = True
+    if not raised:  # an interpreter that checks elsewhere: do not leave it pending
+        _set_async_exc(ctypes.c_ulong(me), None)
+
+
+def _checkpoint() -> None:
+    pass
