@@ -20,6 +20,7 @@ import ipywidgets as W
 
 from ..core.attempts import FORMAT_RETRIES, REPLY_RETRY
 from .markup import esc
+from .streaming import below_steps
 
 RETRY_CLASS = "dag-retry"
 NOTE_CLASS = "dag-recovered"
@@ -83,9 +84,4 @@ class Waiting:
 
 def waiting_area(view: Any) -> Waiting:
     """``view``'s waiting area (a dashboard `RunView`), added below its steps the first time."""
-    area = getattr(view, "waiting", None)
-    if area is None:
-        area = view.waiting = Waiting()
-        box = view.widget if isinstance(view.widget, W.VBox) else view.widget.children[0]
-        box.children = (*box.children, area.widget)
-    return area
+    return below_steps(view, "waiting", Waiting)

@@ -85,9 +85,15 @@ class Writing:
 
 def writing_panel(view: Any) -> Writing:
     """``view``'s panel (a dashboard `RunView`), added below its steps the first time."""
-    panel = getattr(view, "writing", None)
-    if panel is None:
-        panel = view.writing = Writing()
+    return below_steps(view, "writing", Writing)
+
+
+def below_steps(view: Any, name: str, make: Any) -> Any:
+    """``view.<name>``: made with ``make()`` and its widget added below the view's steps the first time."""
+    part = getattr(view, name, None)
+    if part is None:
+        part = make()
+        setattr(view, name, part)
         box = view.widget if isinstance(view.widget, W.VBox) else view.widget.children[0]
-        box.children = (*box.children, panel.widget)
-    return panel
+        box.children = (*box.children, part.widget)
+    return part
