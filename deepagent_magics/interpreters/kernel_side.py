@@ -95,7 +95,7 @@ def make_submit(names):
 def exec_step(body, tail, filename, namespace, scope=None):
     """Run a step's statements, then evaluate its trailing expression (``tail``, or None): its value.
 
-    With a ``scope`` (`runtime_checks.Scope`) the step is registered with the runtime checks while the
+    With a ``scope`` (`runtime_checks.scope`) the step is registered with the runtime checks while the
     agent's code runs: this function's own frame is how the audit hook knows the code above it is the
     agent's (`runtime_checks.hook`).
 
@@ -212,7 +212,7 @@ class Runtime:
         if not isinstance(checks, dict) or not checks.get("rules"):
             return None
         runtime_checks.install(exec_step.__code__)
-        return runtime_checks.Scope(ask=self._ask_host, workspace=checks.get("workspace") or os.getcwd(),
+        return runtime_checks.scope(ask=self._ask_host, workspace=checks.get("workspace") or os.getcwd(),
                                     rules=checks["rules"], approved=checks.get("approved") or ())
 
     def _ask_host(self, action):

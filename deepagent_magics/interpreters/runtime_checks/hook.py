@@ -6,7 +6,7 @@ the user's code between runs pays that and nothing else). Which code is the agen
 from the thread's stack, never from a flag the agent could clear:
 
 - a **step** is registered by `kernel_side.exec_step`, which raises ``deepagent.step`` with
-  the step's `Scope` just before it runs the agent's code, and ``deepagent.step_end`` after.
+  the step's `scope` just before it runs the agent's code, and ``deepagent.step_end`` after.
   The hook accepts them only from a frame running exec_step's own code object, and keeps the
   frame: code is the agent's while that frame is below it on the stack;
 - a **thread** the agent's code starts is followed: `threading` and ``_thread`` start every
@@ -26,8 +26,8 @@ for the rest of the step; a folder removed whole covers what is under it.
 
 A hostile step cannot switch this off by name: the hook keeps its state in its own arguments,
 runs on private copies of this module's and `actions`' functions and globals, with the builtins
-as they were at import, made at `install` (so patching this module, ``os``, ``os.path`` or
-``builtins`` changes nothing), and refuses registrations from any other code. What it reaches
+as they were, made when this module loads (so patching this module, ``os``, ``os.path`` or
+``builtins`` later changes nothing), and refuses registrations from any other code. What it reaches
 only through frames and the garbage collector is asked about (``controls``); docs/safety.md
 says what does not hold. Standard library only: shipped into sub-agent kernels.
 """
@@ -52,44 +52,25 @@ STEP_PREFIX = "<agent step"
 _BUILTINS = dict(builtins.__dict__)
 _frame_of, _ident, _audit = sys._getframe, _thread.get_ident, sys.audit
 describe, judge, resolve, WATCHED = actions.describe, actions.judge, actions.resolve, actions.WATCHED
-_installed = []
 
 
-class Scope:
-    """What an interpreter hands `kernel_side.exec_step` for one step; the hook copies it when the step starts.
-
-    ``ask(action)`` is called with ``{"rule", "action", "event"}`` and returns None (go ahead), the
-    refusal the agent reads, or an exception to raise (the user's ``q``). ``rules``: the rules that ask;
-    ``approved``: rules the user approved for this block already (its static preview); ``run``: whose."""
-
-    def __init__(self, ask=None, workspace=None, rules=(), approved=(), run=None):
-        self.ask, self.workspace, self.run = ask, workspace, run
-        self.rules, self.approved = frozenset(rules), frozenset(approved)
+def scope(ask=None, workspace=None, rules=(), approved=(), run=None):
+    """What an interpreter hands `kernel_side.exec_step` for one step (a plain dict: no class of ours to patch);
+    the hook copies it when the step starts. ``ask(action)`` is called with ``{"rule", "action", "event"}``
+    and returns None (go ahead), the refusal the agent reads, or an exception to raise (the user's ``q``).
+    ``rules``: the rules that ask; ``approved``: those the user approved for this block already (its static
+    preview); ``run``: whose step it is."""
+    return {"ask": ask, "workspace": workspace, "rules": frozenset(rules), "approved": frozenset(approved), "run": run}
 
 
-def which_run():
+def which_run(_audit=_audit, _which=WHICH):
     """The run whose agent code is running on this thread now (a step or a thread it started), or None."""
     box = []
-    _audit(WHICH, box)
+    _audit(_which, box)
     return box[0] if box else None
 
 
 # ----------------------------------------------------------------------------- installing
-def install(step_code, host_codes=()):
-    """Add the hook (once per process) and start threads through `start_new_thread`. ``step_code``: the
-    code object that registers steps (exec_step's); ``host_codes``: code objects of host frames."""
-    if _installed:
-        return False
-    mine = _private(globals(), _private(vars(actions)), ("describe", "judge", "resolve", "WATCHED"))
-    state = mine["_new_state"](step_code, frozenset(host_codes))
-    hook = types.FunctionType(_hook.__code__, {"__builtins__": dict(_BUILTINS)}, "deepagent_audit_hook",
-                              (state["frames"], WATCHED | REGISTRATION, REGISTRATION, mine["check"], state))
-    sys.addaudithook(hook)
-    mine["_follow_threads"](state)
-    _installed.append(True)
-    return True
-
-
 def _private(module_globals, other=None, names=()):
     """A copy of a module's globals whose functions are rebuilt on the copy (and ``names`` taken from
     ``other``): what the hook runs, out of reach of whoever patches the module later."""
@@ -164,7 +145,10 @@ def check(state, event, args):
         return None
     busy.add(me)
     try:
-        caller = _frame_of(2)  # check <- the hook <- the code that raised the event
+        try:
+            caller = _frame_of(2)  # check <- the hook <- the code that raised the event
+        except ValueError:  # no Python frame: a thread started raw with a builtin as its target
+            caller = None
         if event in REGISTRATION:
             return _register(state, event, args, caller, me)
         raw = describe(event, args)
@@ -192,6 +176,8 @@ def check(state, event, args):
 def agent_entry(state, frame):
     """The registered entry of the agent's code running at ``frame`` (None: the host's or the user's)."""
     frames, first, lowest = state["frames"], None, None
+    if frame is None:  # a thread with no Python frame at all (`_thread`'s own function on a builtin) while
+        return state["steps"][-1] if state["steps"] else None  # a step runs: only the agent starts those
     while frame is not None:
         entry = frames.get(frame)
         if entry is not None:
@@ -264,10 +250,11 @@ def _register(state, event, args, caller, me):
 
 
 def _entry(scope):
-    rules, ask = frozenset(getattr(scope, "rules", ())), getattr(scope, "ask", None)
-    workspace = getattr(scope, "workspace", None)
-    return {"kind": "step", "run": getattr(scope, "run", None), "ask": ask, "rules": rules if ask else frozenset(),
-            "approved": frozenset(getattr(scope, "approved", ())), "memory": {}, "roots": [],
+    scope = scope if type(scope) is dict else {}
+    ask, workspace = scope.get("ask"), scope.get("workspace")
+    return {"kind": "step", "run": scope.get("run"), "ask": ask,
+            "rules": frozenset(scope.get("rules") or ()) if ask else frozenset(),
+            "approved": frozenset(scope.get("approved") or ()), "memory": {}, "roots": [],
             "workspace": resolve(str(workspace)) if workspace else None}
 
 
@@ -302,3 +289,25 @@ def _prune(state, frame, me):
         frame = frame.f_back
     for stale in [f for f in state["threads"].get(me, []) if f not in running]:
         _remove(state, stale, me)
+
+
+def _installer(box):
+    """`install`, holding the private copies (made when this module loads) only until it has used them."""
+
+    def install(step_code, host_codes=()):
+        """Add the hook (once per process) and start threads through `start_new_thread`. ``step_code``: the
+        code object that registers steps (exec_step's); ``host_codes``: code objects of host frames."""
+        if not box:
+            return False
+        mine = box.pop()
+        state = mine["_new_state"](step_code, frozenset(host_codes))
+        hook = types.FunctionType(mine["_hook"].__code__, {"__builtins__": dict(_BUILTINS)}, "deepagent_audit_hook",
+                                  (state["frames"], WATCHED | REGISTRATION, REGISTRATION, mine["check"], state))
+        sys.addaudithook(hook)
+        mine["_follow_threads"](state)
+        return True
+
+    return install
+
+
+install = _installer([_private(globals(), _private(vars(actions)), ("describe", "judge", "resolve", "WATCHED"))])

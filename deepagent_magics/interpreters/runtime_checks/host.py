@@ -20,25 +20,27 @@ from ...core.run.stopping import StopRun
 from ..kernel_side import exec_step
 from . import hook
 
+_install, _scope, _STEP_CODE = hook.install, hook.scope, exec_step.__code__  # as they were at import
+
 
 def install(host_codes: tuple = ()) -> None:
     """The hook, once per process (it cannot be taken out again: it costs the user's code a set lookup
     per audit event from then on)."""
-    hook.install(exec_step.__code__, host_codes)
+    _install(_STEP_CODE, host_codes)
 
 
 def step_scope(run: Any, code: str, away: Callable[[], contextlib.AbstractContextManager],
-               host_codes: tuple = ()) -> hook.Scope | None:
-    """The `hook.Scope` of a root step running ``code`` for ``run`` (None: nothing to watch)."""
+               host_codes: tuple = ()) -> dict | None:
+    """The `hook.scope` of a root step running ``code`` for ``run`` (None: nothing to watch)."""
     approver = approval.checking(run)
     budget = spend.budget_of(run)
     if approver is None and (budget is None or not budget.capped):
         return None
     install(host_codes)
     if approver is None:
-        return hook.Scope(run=run)  # followed for the spend caps only: nothing is asked
-    return hook.Scope(ask=_asker(run, code, away), workspace=approver.workspace, rules=approver.rules,
-                      approved=approval.approved_rules(run), run=run)
+        return _scope(run=run)  # followed for the spend caps only: nothing is asked
+    return _scope(ask=_asker(run, code, away), workspace=approver.workspace, rules=approver.rules,
+                  approved=approval.approved_rules(run), run=run)
 
 
 def _asker(run: Any, code: str, away: Callable[[], contextlib.AbstractContextManager]) -> Callable[[dict], Any]:

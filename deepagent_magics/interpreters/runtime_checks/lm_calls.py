@@ -23,7 +23,7 @@ from dspy.clients.base_lm import BaseLM
 from ...core.loop.pipeline import UsageSink
 from ...core.policy import spend
 from ..guards import Patches
-from . import hook
+from .hook import which_run
 
 
 @contextlib.contextmanager
@@ -49,13 +49,13 @@ def _patches(patches: Patches) -> list[tuple[Any, str, Any]]:
     def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not patches.active():
             return call(self, *args, **kwargs)
-        with admitted(hook.which_run()):
+        with admitted(which_run()):
             return call(self, *args, **kwargs)
 
     async def acall(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not patches.active():
             return await acall_original(self, *args, **kwargs)
-        with admitted(hook.which_run()):
+        with admitted(which_run()):
             return await acall_original(self, *args, **kwargs)
 
     __call__.__wrapped__ = call  # type: ignore[attr-defined]
