@@ -146,9 +146,11 @@ class Places:
             "{VICTIM}", str(self.victim)).replace("{WS}", str(self.workspace)).replace("{PORT}", str(self.port))
 
     def state(self) -> tuple:
-        """Everything a case could change: the files outside (names, sizes, modes) and the server's connections."""
+        """Everything a case could change: the files outside (names, sizes, modes; not what a kernel started with
+        this HOME keeps in ``~/.ipython``) and the server's connections."""
         files = sorted((str(p.relative_to(self.outside)), p.is_symlink() or p.stat().st_size, p.lstat().st_mode)
-                       for p in self.outside.rglob("*"))
+                       for p in self.outside.rglob("*")
+                       if not any(part.startswith(".") for part in p.relative_to(self.outside).parts))
         return files, self.server.connections
 
     def close(self) -> None:
