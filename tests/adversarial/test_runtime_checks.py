@@ -112,6 +112,27 @@ def test_writes_inside_the_workspace_are_not_asked_even_through_a_link_from_outs
     assert (places.workspace / "a.txt").read_text() == "a" and (places.workspace / "b.txt").exists()
 
 
+def test_the_import_system_caching_a_modules_bytecode_is_not_asked_but_the_agent_writing_there_is(ip, places):
+    import sys
+    import uuid
+
+    name = f"fresh_{uuid.uuid4().hex[:8]}"
+    (places.outside / "lib").mkdir()
+    (places.outside / "lib" / f"{name}.py").write_text("X = 42\n")
+    code = (f"import os, sys\nsys.path.insert(0, os.path.join(os.environ['OUTSIDE'], 'lib'))\nimport {name}\n"
+            f"print({name}.X)\ntry:\n    open(os.path.join(os.environ['OUTSIDE'], 'lib', '__pycache__', 'mine.pyc'), 'wb')\n"
+            "except PermissionError:\n    print('refused')")
+    policy = Policy()
+    path = list(sys.path)
+    try:
+        run = agent_cell(ip, [("Import.", code)], policy)
+    finally:
+        sys.path[:] = path
+        sys.modules.pop(name, None)
+    assert run.steps[0].output == "42\nrefused" and list((places.outside / "lib" / "__pycache__").glob(f"{name}.*.pyc"))
+    assert policy.actions == [f"write {places.outside}/lib/__pycache__/mine.pyc? outside the workspace"]
+
+
 def test_an_approved_action_happens_and_one_answer_covers_the_same_folder_for_the_step(ip, places):
     code = ("import os\nfor name in ['a', 'b', 'c']:\n    open(os.path.join(os.environ['OUTSIDE'], name), 'w').write(name)\n"
             "open(os.path.join(os.environ['HOME'], 'd'), 'w').write('d')")

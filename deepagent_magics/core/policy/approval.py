@@ -40,7 +40,7 @@ from typing import Any
 from ..run.secrets import scrub
 from .risk import Risk, analyse, parse_rules
 from ..run.stopping import StopRun
-from .approval_text import NO_STDIN, no_stdin_line, prompt, question, refusal
+from .approval_text import NO_STDIN, label, no_stdin_line, one_line, prompt, question, refusal, short
 
 POLICIES = ("never", "risky", "always")
 STDIN = "stdin"  # ask with the `input` found when the run starts
@@ -160,7 +160,7 @@ class Approver:
 
     def _proposal(self, run: Any, code: str, reasons: list[Risk], action: str | None = None) -> Proposal:
         step = run.open_step.index if run is not None and run.open_step is not None else None
-        return Proposal(code, reasons, run.id if run is not None else "", step, _label(run),
+        return Proposal(code, reasons, run.id if run is not None else "", step, label(run),
                         run.depth if run is not None else 0, action)
 
     def _decide(self, run: Any, proposal: Proposal) -> str | None:
@@ -183,10 +183,10 @@ class Approver:
         try:
             answer = self.policy(proposal)
         except Exception as exc:
-            return self._policy_fault(f"raised {type(exc).__name__}: {_one_line(exc)}")
+            return self._policy_fault(f"raised {type(exc).__name__}: {one_line(exc)}")
         decision = Decision.parse(answer)
         if decision is None:
-            return self._policy_fault(f"returned {_short(answer)}, not a decision (y, n [reason], a, q, True, False)")
+            return self._policy_fault(f"returned {short(answer)}, not a decision (y, n [reason], a, q, True, False)")
         return decision
 
     def _policy_fault(self, what: str) -> Decision:
@@ -307,26 +307,6 @@ class Approver:
         if decision.action in ("run", "all"):
             return None
         return refusal(proposal, decision, who)
-
-
-def _label(run: Any) -> str:
-    if run is None or run.parent is None:
-        return "the agent"
-    head = run.task.strip().splitlines()[0][:60] if run.task.strip() else ""
-    return f"sub-agent {run.id} (depth {run.depth}: {head})"
-
-
-def _one_line(text: Any) -> str:
-    line = next((line.strip() for line in str(text).splitlines() if line.strip()), "")
-    return scrub(line[:200])
-
-
-def _short(value: Any) -> str:
-    try:
-        text = repr(value)
-    except Exception:
-        text = f"a {type(value).__name__}"
-    return scrub(text[:80])
 
 
 # ------------------------------------------------------------ the approver of a run tree

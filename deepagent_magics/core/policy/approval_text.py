@@ -1,4 +1,4 @@
-"""What approval says: the question shown to the user, the prompt, and the refusal the agent reads.
+"""What approval says: the question shown to the user, the prompt, the refusal the agent reads, who asks.
 
 Two kinds of question (`core/policy/approval.py` decides when each is asked): a *block* before it
 runs (the code, highlighted, and why it is risky), and an *action* the agent's code is about to
@@ -8,6 +8,8 @@ take while a block runs (a runtime check: "write /home/me/notes.md? outside the 
 from __future__ import annotations
 
 from typing import Any
+
+from ..run.secrets import scrub
 
 BLOCK_PROMPT = "Run it? [y]es / [n]o [reason] / [a]ll the rest / [q]uit the run: "
 ACTION_PROMPT = "Allow it? [y]es / [n]o [reason] / [a]ll the rest / [q]uit the run: "
@@ -63,3 +65,23 @@ def _highlight(code: str) -> str:
         return highlight(code, PythonLexer(), TerminalFormatter())
     except Exception:
         return code + "\n"
+
+
+def label(run: Any) -> str:
+    if run is None or run.parent is None:
+        return "the agent"
+    head = run.task.strip().splitlines()[0][:60] if run.task.strip() else ""
+    return f"sub-agent {run.id} (depth {run.depth}: {head})"
+
+
+def one_line(text: Any) -> str:
+    line = next((line.strip() for line in str(text).splitlines() if line.strip()), "")
+    return scrub(line[:200])
+
+
+def short(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"a {type(value).__name__}"
+    return scrub(text[:80])

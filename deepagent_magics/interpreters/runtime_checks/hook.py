@@ -52,6 +52,9 @@ STEP_PREFIX = "<agent step"
 _BUILTINS = dict(builtins.__dict__)
 _frame_of, _ident, _audit = sys._getframe, _thread.get_ident, sys.audit
 describe, judge, resolve, WATCHED = actions.describe, actions.judge, actions.resolve, actions.WATCHED
+_IMPORTS = sys.modules.get("_frozen_importlib_external")
+_BYTECODE = (_IMPORTS.SourceFileLoader, _IMPORTS.SourceLoader.get_code.__code__,
+             {_IMPORTS._write_atomic.__code__, _IMPORTS.SourceFileLoader.set_data.__code__}) if _IMPORTS else None
 
 
 def scope(ask=None, workspace=None, rules=(), approved=(), run=None):
@@ -158,13 +161,13 @@ def check(state, event, args):
             if raw[1] and raw[2] is not None:
                 state["names"].setdefault(me, {})[raw[2]] = raw[1]
             return None
-        if not state["checking"][0]:
-            return None
+        if not state["checking"][0] or me not in state["threads"] and not state["steps"]:
+            return None  # nothing asks; or no step runs and this thread is none of the agent's
         entry = agent_entry(state, caller)
         if entry is None or not entry["rules"]:
             return None
-        if raw[0] == "controls" and caller.f_code in state["host"]:
-            return None  # the time limit tracing the agent's frames
+        if raw[0] == "controls" and caller.f_code in state["host"] or raw[0] == "write" and _bytecode_cache(caller, raw):
+            return None  # the time limit tracing the agent's frames; the import system caching a module's bytecode
         judged = judge(raw, entry["workspace"], state["names"].get(me))
         return None if judged is None else _decide(entry, judged, event)
     except Exception:  # noqa: BLE001 - fail closed, never with our frames in a traceback
@@ -194,6 +197,18 @@ def agent_entry(state, frame):
     if first == "agent" and state["steps"]:  # agent code in a thread it did not start (a pool made before)
         return state["steps"][-1]
     return None
+
+
+def _bytecode_cache(frame, raw):
+    """Is this Python's import system writing a module's ``__pycache__`` (a first import in the agent's code)?
+    Only when the stdlib's own source loader compiled the module: a loader of the agent's would choose the code."""
+    if _BYTECODE is None or frame is None or frame.f_code not in _BYTECODE[2] or "__pycache__" not in raw[2].split("/"):
+        return False
+    while frame is not None:
+        if frame.f_code is _BYTECODE[1]:
+            return type(frame.f_locals.get("self")) is _BYTECODE[0]
+        frame = frame.f_back
+    return False
 
 
 def _live(entry):
