@@ -123,11 +123,12 @@ def test_the_import_system_caching_a_modules_bytecode_is_not_asked_but_the_agent
             f"print({name}.X)\ntry:\n    open(os.path.join(os.environ['OUTSIDE'], 'lib', '__pycache__', 'mine.pyc'), 'wb')\n"
             "except PermissionError:\n    print('refused')")
     policy = Policy()
-    path = list(sys.path)
+    path, no_bytecode = list(sys.path), sys.dont_write_bytecode
+    sys.dont_write_bytecode = False  # as in a notebook (a test runner may have set it)
     try:
         run = agent_cell(ip, [("Import.", code)], policy)
     finally:
-        sys.path[:] = path
+        sys.path[:], sys.dont_write_bytecode = path, no_bytecode
         sys.modules.pop(name, None)
     assert run.steps[0].output == "42\nrefused" and list((places.outside / "lib" / "__pycache__").glob(f"{name}.*.pyc"))
     assert policy.actions == [f"write {places.outside}/lib/__pycache__/mine.pyc? outside the workspace"]

@@ -166,7 +166,7 @@ def check(state, event, args):
         entry = agent_entry(state, caller)
         if entry is None or not entry["rules"]:
             return None
-        if raw[0] == "controls" and caller.f_code in state["host"] or raw[0] == "write" and _bytecode_cache(caller, raw):
+        if raw[0] == "controls" and caller.f_code in state["host"] or raw[0] in ("write", "move") and _bytecode_cache(caller, raw):
             return None  # the time limit tracing the agent's frames; the import system caching a module's bytecode
         judged = judge(raw, entry["workspace"], state["names"].get(me))
         return None if judged is None else _decide(entry, judged, event)
@@ -200,7 +200,8 @@ def agent_entry(state, frame):
 
 
 def _bytecode_cache(frame, raw):
-    """Is this Python's import system writing a module's ``__pycache__`` (a first import in the agent's code)?
+    """Is this Python's import system writing a module's ``__pycache__`` (a first import in the agent's code: a
+    folder made, a temporary file written, then renamed into place; ``raw[2]`` is the path, or the rename's target)?
     Only when the stdlib's own source loader compiled the module: a loader of the agent's would choose the code."""
     if _BYTECODE is None or frame is None or frame.f_code not in _BYTECODE[2] or "__pycache__" not in raw[2].split("/"):
         return False
