@@ -8,6 +8,9 @@ import tempfile
 
 # Hypothesis keeps caches (unicode data) in its storage directory: a temporary one, not the repository.
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", tempfile.mkdtemp(prefix="deepagent-hypothesis-"))
+# The host key that signs records and checkpoints (records/host_key.py): a temporary one, never the user's
+# (kernels the tests start inherit it).
+os.environ.setdefault("DEEPAGENT_HOST_KEY", os.path.join(tempfile.mkdtemp(prefix="deepagent-host-"), "host.key"))
 
 import dspy  # noqa: E402
 import pytest  # noqa: E402

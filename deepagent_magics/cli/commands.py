@@ -17,6 +17,7 @@ from ..core.agent import DeepAgent
 from ..core.lm import NoLMError, resolve_lm
 from ..core.profiles import UnknownProfile, available_profiles
 from ..core.run import Run
+from ..display.sanitize import plain
 from ..display.text import TextProgress, summary
 from ..records.export import write_notebook
 from ..records.listing import NoSuchStep, format_step, runs_table
@@ -108,9 +109,10 @@ def _report(run: Run, workspace: Path, as_json: bool) -> int:
         record.pop("_path", None)
         print(json.dumps(record, indent=2, default=str))
     elif run.status == "finished":
-        print(run.result if run.result is not None else "")
+        result = run.result if run.result is not None else ""
+        print(plain(result) if sys.stdout.isatty() else result)  # a terminal never acts on a model's escapes
     if run.status != "finished":
-        print(f"deepagent: run {run.id} {summary(run)}", file=sys.stderr)
+        print(plain(f"deepagent: run {run.id} {summary(run)}"), file=sys.stderr)
         return 1
     return 0
 
@@ -120,7 +122,7 @@ def list_runs(args: argparse.Namespace) -> int:
     if not records:
         print(f"no recorded runs in {runs_dir(args.workspace)}", file=sys.stderr)
         return 0
-    print(runs_table(records))
+    print(plain(runs_table(records)))
     return 0
 
 
@@ -128,7 +130,7 @@ def trace(args: argparse.Namespace) -> int:
     record = _record(args.run, args.workspace)
     if args.step is not None:
         try:
-            print(format_step(record, args.step))
+            print(plain(format_step(record, args.step)))
         except NoSuchStep as exc:
             raise UsageProblem(str(exc)) from None
         return 0

@@ -15,7 +15,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
-from IPython.display import Markdown, display
+from IPython.display import display
 from traitlets import Bool, Enum, Float, Int, List, Unicode
 
 from ..core.agent import DeepAgent
@@ -25,6 +25,7 @@ from ..core.profiles import UnknownProfile, available_profiles
 from ..core.run import Run
 from ..core.session import NamespaceBusy
 from ..display import show_run
+from ..display.sanitize import SafeMarkdown
 from ..tuning import programs
 from . import agents, control, followup, gateway_settings, spend_caps
 from .arguments import (
@@ -191,7 +192,7 @@ class DeepAgentMagics(Magics):
             print(f"deepagent: restored your variables {names}; the agent's values are in _deepagent_run.reverted")
         control.summarize(run)
         if run.result is not None and not getattr(view, "shows_result", False) and run.status != "stopped":
-            display(Markdown(str(run.result)))
+            display(SafeMarkdown(run.result))  # sanitised HTML: a model's Markdown is never trusted
 
     def build_agent(self, args: Any) -> DeepAgent:
         """A `DeepAgent` from the cell's flags over the configured defaults; a bad value is a UsageError."""
