@@ -1,7 +1,7 @@
 """The dashboard's HTML: pure functions from a run's parts to the markup its widgets show.
 
 Every value from a run is escaped with `esc` (quotes too: ipywidgets' ``HTML`` sets ``innerHTML``,
-and a todo status sits in a ``class`` attribute), whoever wrote it (`sanitize`).
+and a todo status sits in a ``class`` attribute), whoever wrote it (`core.run.model_text`).
 """
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from ..core.run import Run
-from ..core.spend import budget_of
-from .sanitize import escape
+from ..core.run.run import Run
+from ..core.policy.spend import budget_of
+
+from ..core.run.model_text import escape
 
 PREVIEW_CHARS = 2000
 PREVIEW_LINES = 25
@@ -118,7 +119,7 @@ def status_line(run: Run, writing: float | None = None) -> str:
              f"{usage.lm_calls} LM calls", tokens_text(usage), f"${usage.cost:.4f}",
              f"{run.elapsed:.1f} s"]
     budget = budget_of(run)
-    if budget is not None and budget.capped:  # spend against each cap of the tree (core.spend)
+    if budget is not None and budget.capped:  # spend against each cap of the tree (core.policy.spend)
         parts.append(f'<span class="dag-spend">caps: {esc(budget.describe())}</span>')
     if run.error and run.status != "finished":
         parts.append(f'<span class="dag-error">{esc(head_line(run.error, 160))}</span>')

@@ -6,6 +6,8 @@ threads and the todo lists. After a restart, ``%deepagent_resume`` restores them
 ``--continue`` continues the checkpoint's last conversation. Only a checkpoint this host
 signed is read; recorded code runs again only after the user, shown it, says yes
 (`ask_to_replay`: on stdin, as approval asks; with no stdin, it is not run).
+
+What a checkpoint holds and how it is written and read is records/checkpoint.py.
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..core import threads
-from ..core.approval import stdin_asker
-from ..core.redaction import scrub
+from ..core.policy.approval import stdin_asker
+from ..core.run import conversations as threads
+from ..core.run.secrets import scrub
 from ..records.checkpoint import CheckpointError, restore, save
 from .arguments import parse_flags
-from .base import AgentMagicsBase
+from .configured import AgentMagicsBase
 
 DEFAULT_NAME = "default"
 SHOWN_LINES = 60  # of the code to replay, before asking

@@ -20,6 +20,8 @@ one only once the new one is whole. Nothing secret is written: names that look s
 and values holding a secret (also inside arrays and DataFrames: `checkpoint_secrets`) are
 skipped (and said so), and the manifest is scrubbed. Every problem on restore is one line
 per name; nothing already in the namespace is overwritten.
+
+The magics over it are magics/checkpoint.py.
 """
 
 from __future__ import annotations
@@ -39,10 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.run.secrets import Redactor, is_secret_name, secret_values
 from .checkpoint_replay import Approve, recorded_code, replay as _replay, shown
 from .checkpoint_secrets import holds_secret, scrub_assignments
 from .host_key import HostKeyError, file_digest, signed_json, verified
-from .redaction import Redactor, is_secret_name, secret_values
 
 FORMAT = 2  # 2: signed with the host key, each file's digest in the manifest
 DIR = Path(".deepagent") / "checkpoints"

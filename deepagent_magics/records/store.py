@@ -18,7 +18,7 @@ import stat
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..core.redaction import scrub
+from ..core.run.secrets import scrub
 from .host_key import FIELD, verified
 from .liveness import mark_abandoned
 from .shape import normalize

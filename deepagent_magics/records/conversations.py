@@ -2,16 +2,18 @@
 
 Each root run's record keeps ``config["thread"]`` (its thread's id) and
 ``config["names_created"]``; `load_thread` gathers the records of one thread,
-oldest first, into a `core.threads.Thread`. Only records the host wrote count
+oldest first, into a `core.run.conversations.Thread`. Only records the host wrote count
 (``record["_host_written"]``, `store`): a record an agent planted in ``.deepagent/runs/``
 is never taken as the user's earlier turn.
+
+The threads themselves (what a follow-up run is told) are core/run/conversations.py; this module rebuilds them from run records.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..core.threads import Thread, Turn, UnknownThread
+from ..core.run.conversations import Thread, Turn, UnknownThread
 from .store import list_records
 
 
