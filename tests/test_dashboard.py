@@ -89,7 +89,8 @@ def test_after_a_scripted_run_the_widgets_hold_the_todos_the_tree_the_steps_and_
     assert steps[2].selected_index == 0 and steps[0].selected_index is None  # newest open
     output_widget = result_box.children[1]
     assert result_box.layout.display is None
-    assert output_widget.outputs[0]["data"]["text/markdown"] == "Total: 42"
+    assert output_widget.outputs[0]["data"]["text/html"] == '<div class="deepagent-result"><p>Total: 42</p>\n</div>'
+    assert "text/markdown" not in output_widget.outputs[0]["data"]  # a model's Markdown is never trusted
 
 
 def drive_nested_run(run: Run) -> None:
