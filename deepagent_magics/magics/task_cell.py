@@ -84,7 +84,8 @@ class DeepAgentMagics(Magics):
     SETTINGS += ("mcp_servers",)
     tools = List(Unicode(), help="Notebook functions offered to every agent as tools (names; agents.py).").tag(config=True)
     skills_dir = Unicode(None, allow_none=True, help="User-wide skills folder (default: DEEPAGENT_SKILLS_DIR, else ~/.deepagent/skills).").tag(config=True)
-    SETTINGS += ("tools", "skills_dir")
+    subagent_skills = Bool(False, help="Sub-agents may write skills (<workspace>/skills/); by default only you and root runs do.").tag(config=True)
+    SETTINGS += ("tools", "skills_dir", "subagent_skills")
 
     # Spend caps (core/policy/spend.py): the whole tree of a run, root and sub-agents together; None: no cap.
     max_cost = Float(None, allow_none=True, help="Most USD one run (its whole tree) may spend on LM calls.").tag(config=True)
@@ -240,6 +241,7 @@ class DeepAgentMagics(Magics):
             agent = programs.apply(agent)  # the profile's tuned program, if one is active
             agent.compact_at = settings["compact_at"]
             agent.skills_dir = settings["skills_dir"]
+            agent.subagent_skills = settings["subagent_skills"]
             agent.stream = settings["stream"]
             return agent
         except (NoLMError, UnknownProfile, ValueError, TypeError, OSError) as exc:
@@ -271,6 +273,7 @@ class DeepAgentMagics(Magics):
     @argument("--mcp", dest="mcp_servers", action="append", help="MCP server (command line or URL); repeat for more; 'off' for none")
     @argument("--tools", help="notebook functions every agent gets as tools: f,g ('off': none)")
     @argument("--skills-dir", dest="skills_dir", help="user-wide skills folder ('off': the default)")
+    @argument("--subagent-skills", dest="subagent_skills", choices=["on", "off"], help="sub-agents may write skills/")
     @argument("--max-cost", dest="max_cost", metavar="USD", help="spend cap in USD for each run's tree ('off': none)")
     @argument("--max-tokens", dest="max_tokens", metavar="N", help="token cap for each run's tree ('off': none)")
     @argument("--max-time", dest="max_time", metavar="SECONDS", help="time cap in seconds for each run ('off': none)")
@@ -284,7 +287,7 @@ class DeepAgentMagics(Magics):
         """Show the deep agent defaults, or set them."""
         args = parse_flags(self.deepagent_config, line)
         updates = {name: getattr(args, name) for name in self.SETTINGS if getattr(args, name, None) is not None}
-        for name in ("quiet", "continue_default", "stream"):
+        for name in ("quiet", "continue_default", "stream", "subagent_skills"):
             if name in updates:
                 updates[name] = updates[name] == "on"
         if updates.get("cells", 0) < 0:

@@ -94,6 +94,7 @@ class DeepAgent(dspy.Module):
     record_runs = True  # write each root run to <workspace>/.deepagent/runs/<id>.json (records/)
     compact_at: float | int | None = DEFAULT_COMPACT_AT  # tokens, or a fraction of the context window (compaction.py)
     skills_dir: str | None = None  # the user-wide skills folder (skills.py; default: DEEPAGENT_SKILLS_DIR, ~/.deepagent/skills)
+    subagent_skills = False  # sub-agents may write <workspace>/skills/ too (tools/files.py); by default only the root
     stream = True  # show each step's reasoning and code while the model writes them (streaming.py)
     retry_policy: RetryPolicy | None = RetryPolicy()  # provider faults: retries and waits (retries.py; None: DSPy's)
 
