@@ -7,7 +7,7 @@ limit: ``session.cancelled``, an Event, when the session has one).
 Skills are offered in every later root prompt (tools/skills.py), so only the user and root runs
 add them: a sub-agent's ``write_file``/``edit_file`` under ``<workspace>/skills/`` is refused with
 one ``Error:`` line unless the user allowed it (``DeepAgent.subagent_skills``, ``%deepagent_config
---subagent-skills on``). The sandbox binds that folder read-only into a sub-agent's kernel.
+--subagent-skills on``).
 """
 
 from __future__ import annotations
