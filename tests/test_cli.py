@@ -16,6 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+pytestmark = pytest.mark.subprocess  # make test-fast leaves these out
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -15,6 +15,8 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+pytestmark = pytest.mark.server  # make test-fast leaves these out
+
 FACTORY = textwrap.dedent('''
     from deepagent_magics.testing import ScriptedLM
 
