@@ -31,6 +31,9 @@ def undo(ip, capsys, run_id=""):
 def test_values_the_user_set_again_survive_even_when_they_are_the_very_same_objects(ip, capsys):
     agent(ip, ("Set.", "mode = 'fast'\nretries = 3\ndone = True\nlabel = None\nscratch = 'x'"))
     cell(ip, "mode = 'fast'\nretries = 3\ndone = True\nlabel = None")  # interned: the same objects the run left
+    capsys.readouterr()
+    ip.run_line_magic("deepagent_why", "mode")
+    assert "you have set it since" in capsys.readouterr().out
     out = undo(ip, capsys)
     assert (ip.user_ns["mode"], ip.user_ns["retries"], ip.user_ns["done"]) == ("fast", 3, True)
     assert "label" in ip.user_ns and "scratch" not in ip.user_ns

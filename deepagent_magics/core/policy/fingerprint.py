@@ -60,7 +60,10 @@ def kind(obj: Any) -> str | None:
 def _is_users_object(obj: Any, module: str) -> bool:
     if isinstance(obj, _NOT_OBJECTS + _SCALARS + (tuple, frozenset)) or module.split(".")[0] in _MACHINERY:
         return False
-    return isinstance(getattr(obj, "__dict__", None), dict) or bool(slot_names(type(obj)))
+    try:
+        return isinstance(getattr(obj, "__dict__", None), dict) or bool(slot_names(type(obj)))
+    except Exception:  # a proxy whose attribute lookup fails: not one we can read
+        return False
 
 
 def slot_names(cls: type) -> list[str]:
