@@ -16,17 +16,19 @@ This file wires them together: the rooms above the core plug into it here.
 """
 
 from . import _compat
-from .core import DeepAgent, Event, Run, extensions, threads
-from .core.subagent_types import SubAgentType
+from .core import DeepAgent, Event, Run
+from .core.loop import extensions
+from .core.run import conversations as threads
+from .core.loop.subagent_types import SubAgentType
 from .interpreters import KernelPool, ShellInterpreter
 from .interpreters.shell import ShellInterpreterFactory
 from .records import log_root_run, log_scrubbing, record_root_run
-from .records.threads import load_thread
+from .records.conversations import load_thread
 from .testing import ScriptedLM
 from .tools import base_tools
 from .tools.delegation import delegation_tools, offer_subagent_types
 from .tools.history import history_tools
-from .tools.mcp import mcp_tools
+from .tools.mcp_servers import mcp_tools
 from .tools.skills import offer_skills, skill_tools
 from .tools.memory import memory_tools, offer_memories
 

@@ -11,7 +11,7 @@ from IPython.core.error import UsageError
 from kernels import execute, started_kernel
 
 from deepagent_magics import ScriptedLM
-from deepagent_magics.core import threads
+from deepagent_magics.core.run import conversations as threads
 
 SECRET = "sk-" + "abcdefghijklmnopqrstuvwx"  # a provider-shaped key, made up (and not written whole here)
 STEPS = [

@@ -9,9 +9,9 @@ import dspy
 from dspy.primitives.repl_types import REPLEntry, REPLHistory
 
 from deepagent_magics import DeepAgent, ScriptedLM
-from deepagent_magics.core import compaction
-from deepagent_magics.core.compaction import COMPACTION, CompactedHistory, threshold_tokens
-from deepagent_magics.core.observer import StepPredict
+from deepagent_magics.core.model import compaction
+from deepagent_magics.core.model.compaction import COMPACTION, CompactedHistory, threshold_tokens
+from deepagent_magics.core.loop.pipeline import StepPredict
 
 SUMMARY = "SUMMARY-OF-OLD-STEPS: made chunk_0 .. chunk_n"
 
@@ -120,7 +120,7 @@ def test_the_dashboard_and_the_text_view_mark_where_compaction_happened(tmp_path
     lm = ScriptedLM(_long_steps(12) + [("Done", "SUBMIT(result='ok')")], replies="THE <b>SUMMARY</b>")
     agent = DeepAgent(lm=lm, workspace=tmp_path, max_depth=0, max_iters=20)
     agent.compact_at = 1000
-    from deepagent_magics.core.run import Run
+    from deepagent_magics.core.run.run import Run
 
     run = Run("make many chunks")
     dashboard = Dashboard(run)

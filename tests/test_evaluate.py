@@ -10,7 +10,7 @@ from IPython.core.error import UsageError
 
 from deepagent_magics.tuning import programs
 from deepagent_magics.tuning import Evaluation
-from deepagent_magics.core.profiles import available_profiles
+from deepagent_magics.core.loop.profiles import available_profiles
 from deepagent_magics.testing import ScriptedLM
 
 DEVSET = [

@@ -7,7 +7,7 @@ import pytest
 from IPython.core.error import UsageError
 
 from deepagent_magics import DeepAgent, ScriptedLM
-from deepagent_magics.core import threads
+from deepagent_magics.core.run import conversations as threads
 
 FAKE_KEY = "sk-" + "abcdefghijklmnopqrstu"  # a provider-shaped key, made up (and not written whole here)
 SHOW_CONTEXT = [("Read what came before", "SUBMIT(result=context)")]

@@ -11,9 +11,9 @@ import pytest
 from IPython.core.error import UsageError
 
 from deepagent_magics import DeepAgent, ScriptedLM
-from deepagent_magics.core.run import Run
-from deepagent_magics.core.session import Session, activate, deactivate
-from deepagent_magics.core.workspace import Workspace
+from deepagent_magics.core.run.run import Run
+from deepagent_magics.core.run.session import Session, activate, deactivate
+from deepagent_magics.core.workspace.workspace import Workspace
 from deepagent_magics.tools.memory import MemoryStore, MemoryStoreError, memory_path, offer_memories, recall, remember
 
 

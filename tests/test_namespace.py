@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from deepagent_magics.core.namespace import describe, summarize_namespace
+from deepagent_magics.core.loop.variables import describe, summarize_namespace
 
 
 class Untouchable:

@@ -11,7 +11,7 @@ import pytest
 from IPython.core.error import UsageError
 
 from deepagent_magics.tuning import programs
-from deepagent_magics.core.profiles import available_profiles
+from deepagent_magics.core.loop.profiles import available_profiles
 from deepagent_magics.testing import ScriptedLM
 
 HINT = "Always give the answer in CAPITAL LETTERS."

@@ -9,7 +9,7 @@ from IPython.core.error import UsageError
 
 from deepagent_magics import DeepAgent
 from deepagent_magics.tuning import programs
-from deepagent_magics.core.profiles import available_profiles
+from deepagent_magics.core.loop.profiles import available_profiles
 from deepagent_magics.testing import ScriptedLM
 
 PACKAGED = "You are a deep agent working inside a live Jupyter notebook."

@@ -11,7 +11,7 @@ import pytest
 from deepagent_magics import DeepAgent
 from deepagent_magics.records import recorder as records
 from deepagent_magics.records import RunRecorder, load_record, replay, runs_dir
-from deepagent_magics.core.run import STEP_STARTED, Run
+from deepagent_magics.core.run.run import STEP_STARTED, Run
 from deepagent_magics.testing import ScriptedLM
 
 SCRIPT = [

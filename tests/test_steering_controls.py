@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from deepagent_magics.core.run import Run
-from deepagent_magics.core.steering import steering_of
+from deepagent_magics.core.run.run import Run
+from deepagent_magics.core.policy.steering import steering_of
 from deepagent_magics.display.controls import (
     SteeringControls,
     parse_todos_text,

@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core.agent import DeepAgent
-from ..core.lm import NoLMError, resolve_lm
-from ..core.profiles import UnknownProfile, available_profiles
-from ..core.run import Run
+from ..core.loop.agent import DeepAgent
+from ..core.model.lm import NoLMError, resolve_lm
+from ..core.loop.profiles import UnknownProfile, available_profiles
+from ..core.run.run import Run
 from ..display.text import TextProgress, summary
 from ..records.export import write_notebook
 from ..records.listing import NoSuchStep, format_step, runs_table

@@ -23,10 +23,10 @@ from typing import Any
 import ipywidgets as W
 from ipywidgets.widgets.widget_string import HTMLStyle
 
-from ..core.attempts import REPLY_RETRY
-from ..core.compaction import COMPACTION
-from ..core.retries import PROVIDER_RETRY
-from ..core.run import (
+from ..core.loop.attempts import REPLY_RETRY
+from ..core.model.compaction import COMPACTION
+from ..core.model.retries import PROVIDER_RETRY
+from ..core.run.run import (
     FILE_WRITTEN,
     LM_USAGE,
     RUN_FINISHED,
@@ -40,8 +40,8 @@ from ..core.run import (
     Event,
     Run,
 )
-from ..core.streaming import LLM_QUERY_STREAMING, STEP_STREAMING
-from ..core.workspace import Workspace
+from ..core.model.step_streaming import LLM_QUERY_STREAMING, STEP_STREAMING
+from ..core.workspace.workspace import Workspace
 from .controls import SteeringControls
 from .markup import (
     STYLE,
@@ -97,7 +97,7 @@ class StepView:
         self.retried: list[str] = []  # its llm_queries' retries
         self.output: str | None = None
         self.live: str | None = None  # the retry of an llm_query the step's code is waiting for
-        self.queries: dict[Any, str] = {}  # the llm_queries being answered (core/query_streaming.py)
+        self.queries: dict[Any, str] = {}  # the llm_queries being answered (core/model/query_streaming.py)
         self.body = W.HTML(self._html(), layout=_Shared.get("layout"), style=_Shared.get("html_style"))
         self.subagents: W.VBox | None = None
         self.widget = W.Accordion(children=[self.body], titles=(step_title(index, reasoning, None),),

@@ -7,8 +7,8 @@ import html
 from pathlib import Path
 from typing import Any
 
-from ..core.run import Run
-from ..core.spend import budget_of
+from ..core.run.run import Run
+from ..core.policy.spend import budget_of
 
 PREVIEW_CHARS = 2000
 PREVIEW_LINES = 25
@@ -113,7 +113,7 @@ def status_line(run: Run, writing: float | None = None) -> str:
              f"{usage.lm_calls} LM calls", tokens_text(usage), f"${usage.cost:.4f}",
              f"{run.elapsed:.1f} s"]
     budget = budget_of(run)
-    if budget is not None and budget.capped:  # spend against each cap of the tree (core.spend)
+    if budget is not None and budget.capped:  # spend against each cap of the tree (core.policy.spend)
         parts.append(f'<span class="dag-spend">caps: {esc(budget.describe())}</span>')
     if run.error and run.status != "finished":
         parts.append(f'<span class="dag-error">{esc(head_line(run.error, 160))}</span>')

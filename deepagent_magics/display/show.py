@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..core.run import Run
+from ..core.run.run import Run
 from ..records.replay import replay
 from .routing import Routed
 from .text import TextProgress, summary

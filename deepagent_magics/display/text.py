@@ -13,12 +13,12 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..core.attempts import REPLY_RETRY
-from ..core.compaction import COMPACTION
-from ..core.spend import budget_of
-from ..core.retries import PROVIDER_RETRY
-from ..core.run import RUN_FINISHED, STEP_FINISHED, SUBAGENT_STARTED, Event, Run
-from ..core.streaming import LLM_QUERY_STREAMING, STEP_STREAMING
+from ..core.loop.attempts import REPLY_RETRY
+from ..core.model.compaction import COMPACTION
+from ..core.policy.spend import budget_of
+from ..core.model.retries import PROVIDER_RETRY
+from ..core.run.run import RUN_FINISHED, STEP_FINISHED, SUBAGENT_STARTED, Event, Run
+from ..core.model.step_streaming import LLM_QUERY_STREAMING, STEP_STREAMING
 from .markup import step_mark, tokens_text
 from .streaming import query_text_line, text_line
 from .routing import Routed
@@ -67,7 +67,7 @@ class TextProgress:
         if event.kind == STEP_STREAMING:
             if self._rewrites():
                 self._write_live(text_line(run, event.data, indent))
-        elif event.kind == LLM_QUERY_STREAMING:  # an llm_query of a running step (core/query_streaming.py)
+        elif event.kind == LLM_QUERY_STREAMING:  # an llm_query of a running step (core/model/query_streaming.py)
             if self._rewrites() and not event.data.get("done"):
                 self._write_live(query_text_line(run, event.data, indent))
         elif event.kind == STEP_FINISHED:
@@ -84,7 +84,7 @@ class TextProgress:
             data = event.data
             self._write(f"{indent}[{run.id[-6:]}] ⟲ compacted steps 1-{data.get('summarized')} in the prompt "
                         f"({data.get('chars_before', 0):,} → {data.get('chars_after', 0):,} chars; history() has them all)")
-        elif event.kind in (REPLY_RETRY, PROVIDER_RETRY):  # core/attempts.py, core/retries.py
+        elif event.kind in (REPLY_RETRY, PROVIDER_RETRY):  # core/loop/attempts.py, core/model/retries.py
             data = event.data
             what = (f"reply {data.get('attempt')} unreadable ({data.get('problem')}): asking again"
                     if event.kind == REPLY_RETRY else f"{data.get('cause')}: retrying in {data.get('wait', 0):g} s")

@@ -6,7 +6,7 @@ The `ShellInterpreter` calls a `Tracker` around each step. Names: the namespace'
 before and after the step (no copies) say what the step created, rebound or deleted. Objects:
 the user's lists, dicts, sets, arrays, DataFrames and Series that a step's code names (as a
 name, or as a string such as ``globals()['df']``; every one of them when the code reaches the
-namespace itself) are fingerprinted before and after it (`core.fingerprint`: a digest, never
+namespace itself) are fingerprinted before and after it (`core.policy.fingerprint`: a digest, never
 a deep copy of large data) and, when no bigger than the run's ``undo_limit``, copied once so
 that undo can restore them. At the end of the run a last look at every fingerprinted object
 catches a change made through another route (a function defined earlier, an alias).
@@ -23,8 +23,8 @@ import logging
 import time
 from typing import Any
 
-from ..core import fingerprint as fp
-from ..core.run import Run
+from ..core.policy import fingerprint as fp
+from ..core.run.run import Run
 
 log = logging.getLogger(__name__)
 _MISSING = object()

@@ -28,10 +28,10 @@ from typing import Any, Callable
 from dspy.primitives.code_interpreter import CodeExecutionError, CodeInterpreterError, FinalOutput
 from dspy.utils.callback import with_callbacks
 
-from ..core.agent import DEFAULT_TIMEOUT
-from ..core.calling import accept_positional, awaiting, copy_metadata
-from ..core.run import Run
-from ..core.session import Session
+from ..core.loop.agent import DEFAULT_TIMEOUT
+from ..core.loop.tool_binding import accept_positional, awaiting, binder, copy_metadata
+from ..core.run.run import Run
+from ..core.run.session import Session
 from .capture import capture_displays, capture_streams
 from .kernel_side import (
     STEP_PREFIX,
@@ -285,7 +285,7 @@ class ShellInterpreterFactory:
     @classmethod
     def for_agent(cls, agent: Any, session: Session | None = None, namespace: dict[str, Any] | None = None,
                   shell: Any = None) -> "ShellInterpreterFactory":
-        """The root agent's interpreter (registered with `core.extensions`)."""
+        """The root agent's interpreter (registered with `core.loop.extensions`)."""
         return cls(namespace, session, agent.timeout, shell, getattr(agent, "undo_limit", DEFAULT_UNDO_LIMIT))
 
     def __call__(self) -> ShellInterpreter:
@@ -294,7 +294,7 @@ class ShellInterpreterFactory:
             self.namespace,
             timeout=self.timeout,
             run=session.run if session else None,
-            wrap_tool=session.wrap_tool if session else None,
+            wrap_tool=binder(session),
             shell=self.shell,
             undo_limit=self.undo_limit,
         )

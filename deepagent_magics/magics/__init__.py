@@ -23,7 +23,7 @@ from .control import ControlMagics
 from .inspect import InspectMagics
 from .memory import MemoryMagics
 from .prompts import PromptMagics
-from .run import DeepAgentMagics
+from .task_cell import DeepAgentMagics
 from .skills import SkillMagics
 from .tuning import TuningMagics
 

@@ -4,6 +4,8 @@ The checkpoint (records/checkpoint.py) holds the variables this kernel's agent r
 created, the code that made the ones that cannot be serialised, the conversation
 threads and the todo lists. After a restart, ``%deepagent_resume`` restores them and
 ``--continue`` continues the checkpoint's last conversation.
+
+What a checkpoint holds and how it is written and read is records/checkpoint.py.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..core import threads
+from ..core.run import conversations as threads
 from ..records.checkpoint import CheckpointError, restore, save
 from .arguments import parse_flags
-from .base import AgentMagicsBase
+from .configured import AgentMagicsBase
 
 DEFAULT_NAME = "default"
 

@@ -1,8 +1,8 @@
 """The user in control: approval settings, the cell's summary of what a run changed, ``%deepagent_why``
-and ``%deepagent_undo`` (over ``run.changes``: ``interpreters/provenance.py``, ``core/undo.py``).
+and ``%deepagent_undo`` (over ``run.changes``: ``interpreters/provenance.py``, ``core/policy/undo.py``).
 
 ``--approve`` takes a policy name or the name of a notebook function ``(proposal) -> decision``
-(`core.approval`); ``--approve-rules`` the risk rules (`core.risk`). A bad one is one line.
+(`core.policy.approval`); ``--approve-rules`` the risk rules (`core.policy.risk`). A bad one is one line.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..core import undo
-from ..core.approval import POLICIES, check_policy
-from ..core.risk import UnknownRule, parse_rules
+from ..core.policy import undo
+from ..core.policy.approval import POLICIES, check_policy
+from ..core.policy.risk import UnknownRule, parse_rules
 from .arguments import one_line, parse_flags
-from .base import AgentMagicsBase
+from .configured import AgentMagicsBase
 
 
 MAX_UNDO_MB = 100_000.0

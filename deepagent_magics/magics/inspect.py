@@ -17,7 +17,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..core.redaction import scrub
+from ..core.run.secrets import scrub
 from ..display import show_record
 from ..records.export import write_notebook
 from ..records.listing import NoSuchStep, runs_table

@@ -2,6 +2,8 @@
 
 The store is the configured workspace's (or the user-wide one when ``DEEPAGENT_MEMORY=user``).
 A locked or damaged store is one `UsageError` line saying what to do.
+
+The agent's tools over the same memories are tools/memory.py.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..tools.memory import MemoryStoreError, store_for
 from .arguments import parse_flags
-from .base import AgentMagicsBase
+from .configured import AgentMagicsBase
 
 LIST_LIMIT = 20
 TEXT_WIDTH = 100

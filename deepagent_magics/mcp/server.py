@@ -22,8 +22,8 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from ..core.agent import DeepAgent
-from ..core.lm import NoLMError
+from ..core.loop.agent import DeepAgent
+from ..core.model.lm import NoLMError
 from ..records import list_records, runs_dir
 from ..records.store import load_record
 

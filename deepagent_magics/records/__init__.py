@@ -9,7 +9,7 @@
 
 from .events import EventLog, EventLogWriter, LogTail, events_path, follow_events, log_root_run, read_events
 from .recorder import RunRecorder, record_of, record_root_run, write_json_atomic
-from .redaction import REDACTED, Redactor, secret_values
+from ..core.run.secrets import REDACTED, Redactor, secret_values
 from .replay import replay
 from .store import FORMAT, RUNS_DIR, find_record, list_records, load_record, runs_dir
 

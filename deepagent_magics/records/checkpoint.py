@@ -12,6 +12,8 @@ one only once the new one is whole. Nothing secret is written: names that look s
 and values holding a secret are skipped (and said so), and the manifest is scrubbed.
 Every problem on restore is one line per name; nothing already in the namespace is
 overwritten.
+
+The magics over it are magics/checkpoint.py.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .redaction import Redactor, is_secret_name, secret_values
+from ..core.run.secrets import Redactor, is_secret_name, secret_values
 
 FORMAT = 1
 DIR = Path(".deepagent") / "checkpoints"

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from ..core.run import RUN_FINISHED, Event, Run
-from ..core.streaming import TRANSIENT
-from .redaction import Redactor, secret_values
+from ..core.run.run import RUN_FINISHED, Event, Run
+from ..core.model.step_streaming import TRANSIENT
+from ..core.run.secrets import Redactor, secret_values
 from .store import runs_dir
 
 SUFFIX = ".events.jsonl"
@@ -82,7 +82,7 @@ class EventLogWriter:
         self.unsubscribe = run.subscribe(self.on_event)
 
     def on_event(self, event: Event) -> None:
-        if event.kind in TRANSIENT:  # a step being written (core.streaming): shown, never logged
+        if event.kind in TRANSIENT:  # a step being written (core.model.step_streaming): shown, never logged
             return
         with self._lock:
             if self._fd is None:
@@ -108,7 +108,7 @@ class EventLogWriter:
 
 
 def log_root_run(agent: Any, run: Run, lms: dict[str, Any]) -> None:
-    """The run hook (`core.extensions`): log the events of each root run (a sub-agent's go in it)."""
+    """The run hook (`core.loop.extensions`): log the events of each root run (a sub-agent's go in it)."""
     if run.parent is None and getattr(agent, "record_runs", True):
         EventLogWriter(run, run.config["workspace"], secrets=secret_values(lms.get("lm"), lms.get("sub_lm")))
 

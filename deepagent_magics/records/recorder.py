@@ -21,14 +21,14 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..core.redaction import (
+from ..core.run.secrets import (
     Redactor,
     default_redactor,
     protect_logs,
     register_lm_secrets,
     secret_values,
 )
-from ..core.run import (
+from ..core.run.run import (
     FILE_WRITTEN,
     RUN_FINISHED,
     RUN_STARTED,
@@ -37,7 +37,7 @@ from ..core.run import (
     Event,
     Run,
 )
-from ..core.streaming import TRANSIENT
+from ..core.model.step_streaming import TRANSIENT
 from .liveness import writer_identity
 from .store import FORMAT, runs_dir
 
@@ -123,7 +123,7 @@ class RunRecorder:
         self.unsubscribe = run.subscribe(self.on_event)
 
     def on_event(self, event: Event) -> None:
-        if event.kind in TRANSIENT:  # a step being written (core.streaming): nothing to record
+        if event.kind in TRANSIENT:  # a step being written (core.model.step_streaming): nothing to record
             return
         if event.kind == FILE_WRITTEN:
             self.files[event.data["path"]] = event.data["size"]
@@ -185,7 +185,7 @@ class RunRecorder:
 
 
 def record_root_run(agent: Any, run: Run, lms: dict[str, Any]) -> None:
-    """The run hook (`core.extensions`): keep a record of each root run (a sub-agent's is nested in it)."""
+    """The run hook (`core.loop.extensions`): keep a record of each root run (a sub-agent's is nested in it)."""
     register_lm_secrets(lms.get("lm"), lms.get("sub_lm"))  # before the run emits anything
     protect_logs()
     if run.parent is None and getattr(agent, "record_runs", True):

@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..core.redaction import scrub
+from ..core.run.secrets import scrub
 from .liveness import mark_abandoned
 from .shape import normalize
 

@@ -1,4 +1,4 @@
-"""The file tools: the agent's view of its workspace (`core.workspace.Workspace`).
+"""The file tools: the agent's view of its workspace (`core.workspace.workspace.Workspace`).
 
 Paths are relative to the workspace and never leave it; see the Workspace for how. The
 walks (ls, glob, grep) stop early once the session is cancelled (a sub-agent past its time
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..core import session as _session
+from ..core.run import session as _session
 from .tool_call import tool
 
 

@@ -10,6 +10,8 @@ wait their turn and never corrupt it. A store that stays locked or is damaged is
 At the start of each run the memories matching the task are offered to the agent in
 its ``context`` (bounded: at most `OFFER_COUNT` memories of `OFFER_CHARS` characters,
 `OFFER_BUDGET` in all).
+
+The user's magic over the same memories is magics/memory.py.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core import session as _session
+from ..core.run import session as _session
 from .tool_call import tool
 
 ENV = "DEEPAGENT_MEMORY"  # "workspace" (default), "user", or a path to a .db file

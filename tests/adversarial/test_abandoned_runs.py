@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from IPython.utils.capture import capture_output
 
-from deepagent_magics.core.run import STATUSES
+from deepagent_magics.core.run.run import STATUSES
 from deepagent_magics.records import find_record, list_records, load_record, replay, runs_dir
 from deepagent_magics.records.export import to_notebook
 from deepagent_magics.records.liveness import process_start, writer_identity

@@ -169,7 +169,7 @@ MESSAGES = [{"role": "system", "content": "Answer."}, {"role": "user", "content"
 def test_the_async_call_goes_out_as_a_request_too():
     import asyncio
 
-    from deepagent_magics.core.lm_requests import RequestLM
+    from deepagent_magics.core.model.facade_requests import RequestLM
 
     lm = DummyLM([{"answer": "4"}])  # a ScriptedLM has no async engine
     with no_messages_warning():
@@ -179,7 +179,7 @@ def test_the_async_call_goes_out_as_a_request_too():
 
 
 def test_the_lm_s_own_settings_go_into_the_request_but_not_its_client_settings():
-    from deepagent_magics.core.lm_requests import RequestLM
+    from deepagent_magics.core.model.facade_requests import RequestLM
 
     lm = DummyLM([{"answer": "4"}])
     lm.kwargs.update(temperature=0.4, max_tokens=33, api_key="sk-should-not-travel-1234567890")
@@ -195,7 +195,7 @@ def test_structured_output_and_tools_travel_in_the_request():
     """What JSONAdapter and native function calling add to a call (a pydantic format, tools) is carried."""
     import pydantic
 
-    from deepagent_magics.core.lm_requests import RequestLM
+    from deepagent_magics.core.model.facade_requests import RequestLM
 
     class Out(pydantic.BaseModel):
         answer: str

@@ -22,7 +22,7 @@ import pytest
 from kernels import execute, start_kernel, stop_kernel
 
 from deepagent_magics import DeepAgent
-from deepagent_magics.core.run import Run
+from deepagent_magics.core.run.run import Run
 from deepagent_magics.testing import ScriptedLM
 
 EXIT_MESSAGE = "ends the user's kernel; agent code may not call it"
@@ -170,7 +170,7 @@ def test_every_run_ends_in_a_final_status_whatever_is_raised(tmp_path, exc, stat
 
 def test_a_run_whose_set_up_fails_still_ends(tmp_path):
     """A failure before the loop (a run hook raising BaseException) leaves no run `running` or `pending`."""
-    from deepagent_magics.core import extensions
+    from deepagent_magics.core.loop import extensions
 
     def broken_hook(agent, run, lms):
         raise SystemExit("hook broke")

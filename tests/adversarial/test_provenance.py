@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from IPython.core.error import UsageError
 
-from deepagent_magics.core.fingerprint import fingerprint, snapshot
+from deepagent_magics.core.policy.fingerprint import fingerprint, snapshot
 from deepagent_magics.testing import ScriptedLM
 
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import dspy
 
-from ...core.agent import DeepAgent
-from ...core.profiles import UnknownProfile, load_profile
-from ...core.subagent_types import known_names
-from ...core.session import Session
+from ...core.loop.agent import DeepAgent
+from ...core.loop.profiles import UnknownProfile, load_profile
+from ...core.loop.subagent_types import known_names
+from ...core.run.session import Session
 from ...interpreters.kernel import KernelInterpreterFactory
 from .child import Child
 from .tree import Tree

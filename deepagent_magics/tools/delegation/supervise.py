@@ -18,9 +18,9 @@ import time
 from collections import deque
 from typing import Any, Iterator
 
-from ...core import approval
-from ...core.run import Run
-from ...core.session import Session
+from ...core.policy import approval
+from ...core.run.run import Run
+from ...core.run.session import Session
 from .child import FINISHED, STOP_GRACE, Child
 from .subagent import child_agent, kind_refusal
 from .tree import Outcome, Spec, Tree, tree_of

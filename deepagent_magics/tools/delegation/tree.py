@@ -9,8 +9,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from ...core.run import Run
-from ...core.session import Session
+from ...core.run.run import Run
+from ...core.run.session import Session
 from ...interpreters.pool import KernelPool, default_pool
 
 
@@ -48,7 +48,7 @@ class Spec:
     task: str
     context: str = ""
     profile: str | None = None
-    agent: str | None = None  # a sub-agent type's name (core.subagent_types), or a packaged profile's
+    agent: str | None = None  # a sub-agent type's name (core.loop.subagent_types), or a packaged profile's
 
 
 @dataclass

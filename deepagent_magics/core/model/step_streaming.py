@@ -38,7 +38,7 @@ from typing import Any, Callable
 
 import dspy
 
-from .redaction import scrub
+from ..run.secrets import scrub
 
 STEP_STREAMING = "step_streaming"  # data: index, reasoning, code, elapsed (partial; shown, never recorded)
 LLM_QUERY_STREAMING = "llm_query_streaming"  # data: tool, step, query, text, elapsed, done (query_streaming.py)
@@ -178,7 +178,7 @@ class StepStream:
 
 def call(predict: Any, lm: Any, kwargs: dict[str, Any], plain: Callable[[], Any]) -> Any:
     """The step's LM call, streamed into the run's events when it can be (see the module docstring)."""
-    from . import session as _session
+    from ..run import session as _session
 
     session = _session.active()
     run = session.run if session is not None else None

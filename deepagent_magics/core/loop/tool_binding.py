@@ -16,7 +16,9 @@ import inspect
 import threading
 from typing import Any, Callable
 
-from .lm_requests import facade_requests
+from ..model.facade_requests import facade_requests
+from ..policy.spend import guard_tool
+from ..run import session as _session
 
 
 def accept_positional(name: str, tool: Callable[..., Any]) -> Callable[..., Any]:
@@ -118,3 +120,28 @@ def run_coroutine(awaitable: Any, *, copy_context: bool = False) -> Any:
 
 async def _await(awaitable: Any) -> Any:
     return await awaitable
+
+
+def binder(session: Any) -> Callable[[str, Callable[..., Any]], Callable[..., Any]]:
+    """How an interpreter wraps each tool for ``session``'s run (`bind_tool`); plain positional binding
+    when there is no session."""
+    if session is None:
+        return accept_positional
+    return lambda name, tool: bind_tool(session, name, tool)
+
+
+def bind_tool(session: Any, name: str, tool: Callable[..., Any]) -> Callable[..., Any]:
+    """``tool`` as agent code calls it: positional or keyword arguments, run inside ``session``, behind
+    the tree's spend caps (``llm_query``)."""
+    inner = accept_positional(name, tool)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        token = _session.activate(session)
+        try:
+            with guard_tool(session, name, args, kwargs):
+                return inner(*args, **kwargs)
+        finally:
+            _session.deactivate(token)
+
+    copy_metadata(call, inner)
+    return call

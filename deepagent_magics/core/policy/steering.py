@@ -23,8 +23,8 @@ from typing import Any
 from dspy.primitives.repl_types import REPLHistory
 from pydantic import Field
 
-from .redaction import scrub
-from .stopping import StopRun
+from ..run.secrets import scrub
+from ..run.stopping import StopRun
 
 USER_NOTE = "user_note"  # run event (data: note, step): a note the user sent while the run worked
 MAX_NOTE_CHARS = 4_000

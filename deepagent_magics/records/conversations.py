@@ -2,14 +2,16 @@
 
 Each root run's record keeps ``config["thread"]`` (its thread's id) and
 ``config["names_created"]``; `load_thread` gathers the records of one thread,
-oldest first, into a `core.threads.Thread`.
+oldest first, into a `core.run.conversations.Thread`.
+
+The threads themselves (what a follow-up run is told) are core/run/conversations.py; this module rebuilds them from run records.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..core.threads import Thread, Turn
+from ..core.run.conversations import Thread, Turn
 from .store import list_records
 
 

@@ -25,7 +25,7 @@ import zmq
 from jupyter_client import AsyncKernelManager, BlockingKernelClient
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 
-from ...core.calling import run_coroutine
+from ...core.loop.tool_binding import run_coroutine
 from .. import kernel_side
 from ..kernel_side import RUNTIME_NAME
 from . import lifecycle

@@ -20,6 +20,8 @@ description only (`listing`, bounded), and the agent reads a skill on demand (``
 why (`find_skills` returns them). The front matter is read with a small YAML subset parser
 (`front_matter`): ``key: value`` lines, quoted values, ``|`` and ``>`` blocks, and nested blocks
 (kept as text); no dependency.
+
+The agent's tools over skills are tools/skills.py; the user's magic is magics/skills.py.
 """
 
 from __future__ import annotations

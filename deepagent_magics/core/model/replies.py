@@ -11,7 +11,7 @@ no reasoning. `ChatAdapter` here reads those the way the model meant them, befor
 a second call on the JSON fallback.
 
 What no repair can read (an empty reply, prose only, a refusal, a reply that repeats the
-prompt, one cut off at the token limit) is named by `diagnose`: `core.attempts` tells the model
+prompt, one cut off at the token limit) is named by `diagnose`: `core.loop.attempts` tells the model
 what was wrong and asks again, and a run that still gets nothing readable fails with that name.
 """
 

@@ -7,6 +7,8 @@ names and files it created, its steps in summary), and becomes the thread's next
 turn when it ends. A run's record keeps ``config["thread"]`` and
 ``config["names_created"]``, so a thread can be rebuilt from the records after a
 kernel restart (the records room registers that loader with `add_loader`).
+
+After a kernel restart, records/conversations.py rebuilds threads from the run records.
 """
 
 from __future__ import annotations

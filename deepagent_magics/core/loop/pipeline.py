@@ -32,17 +32,13 @@ from typing import Any
 
 import dspy
 
-from . import ending, spend, steering
-from . import session as _session
-from . import streaming
+from . import ending
+from ..policy import spend, steering
+from ..run import session as _session
+from ..model import step_streaming as streaming
 from .attempts import apredict_step, predict_step  # compaction, reply repair and retries (attempts.py)
-from .caching import (  # prompt caching (caching.py)
-    acall_marked,
-    cached_tokens,
-    call_marked,
-    step_lm,
-)
-from .run import Run
+from ..model.caching import acall_marked, cached_tokens, call_marked, step_lm
+from ..run.run import Run
 
 
 class StepPredict(dspy.Predict):

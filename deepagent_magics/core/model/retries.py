@@ -16,6 +16,8 @@ that keeps failing cannot carry a run past a cap (`CapReached`, the reason a ste
 Tune it per agent (``agent.retry_policy = RetryPolicy(retries=5, max_wait=120)``) or for every
 agent (``DeepAgent.retry_policy = ...``). Other LMs (a `ScriptedLM`, a custom engine or ``BaseLM``)
 are used as they are, with DSPy's own retries.
+
+The dashboard shows them with display/retries.py.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import dspy
 from dspy.utils.exceptions import LMError, is_retryable_lm_error
 
 from .query_streaming import StreamingQueries
-from .spend import WAIT_SLICE, budget_of, check_retry
+from ..policy.spend import WAIT_SLICE, budget_of, check_retry
 
 PROVIDER_RETRY = "provider_retry"  # the run event (data: attempt, wait, cause, retries)
 

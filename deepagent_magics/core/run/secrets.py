@@ -13,7 +13,7 @@ the secrets' 4-grams, and only a hit is confirmed against the 8-grams; only a te
 a piece is rewritten. Results are cached, so scrubbing a record again costs only its new
 strings.
 
-The run scrubs what it stores and emits (`core.run`); records scrub again on write and on
+The run scrubs what it stores and emits (`core.run.run`); records scrub again on write and on
 read; the magics scrub what they print; the package's log records are scrubbed by a filter.
 Other transformations (every other character, rot13, ...) are not detected: code that wants
 to leak a secret on purpose runs with the user's powers anyway.

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .failures import reason as failure_reason
-from .spend import CapReached, budget_of
-from .stopping import StopRun
+from ..model.failures import reason as failure_reason
+from ..policy.spend import CapReached, budget_of
+from ..run.stopping import StopRun
 
 LAST_INPUTS = "last_action_inputs"  # session.extras: the action inputs of the newest step
 SPEND_CAP = "spend_cap"  # run event (data: reason): a cap stopped the run's tree

@@ -1,6 +1,6 @@
 """One agent step's request to the model, made until it yields a step that can run.
 
-`StepPredict` (``core.observer``) hands each step's call here. The call goes out with the
+`StepPredict` (``core.loop.pipeline``) hands each step's call here. The call goes out with the
 repairing adapter (`replies.ChatAdapter`) and the compacted history (`compaction`). Then:
 
 - a reply nothing can read (empty, prose only, a refusal, the prompt repeated), or one cut off
@@ -30,9 +30,9 @@ import dspy
 from dspy.primitives.repl_types import REPLHistory
 from dspy.utils.exceptions import AdapterParseError, ContextWindowExceededError
 
-from .compaction import KEEP_VERBATIM, compact, compactor_for
-from .replies import COMPLETED, action_adapter, diagnose
-from .spend import check_retry
+from ..model.compaction import KEEP_VERBATIM, compact, compactor_for
+from ..model.replies import COMPLETED, action_adapter, diagnose
+from ..policy.spend import check_retry
 
 FORMAT_RETRIES = 2  # a step's extra requests after replies no one can read
 REPLY_RETRY = "reply_retry"  # the run event (data: step, attempt, problem)

@@ -9,9 +9,9 @@ import dspy
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics
 
-from ..core.agent import DeepAgent
-from ..core.lm import NoLMError, resolve_lm
-from ..core.profiles import available_profiles
+from ..core.loop.agent import DeepAgent
+from ..core.model.lm import NoLMError, resolve_lm
+from ..core.loop.profiles import available_profiles
 
 
 class _PreviewLM(dspy.BaseLM):

@@ -31,9 +31,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .redaction import scrub
+from ..run.secrets import scrub
 from .risk import Risk, analyse, parse_rules
-from .stopping import StopRun
+from ..run.stopping import StopRun
 
 POLICIES = ("never", "risky", "always")
 STDIN = "stdin"  # ask with the `input` found when the run starts

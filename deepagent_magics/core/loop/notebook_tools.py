@@ -18,9 +18,9 @@ import inspect
 import keyword
 from typing import Any, Callable
 
-from . import session as _session
-from .calling import run_coroutine
-from .redaction import scrub
+from ..run import session as _session
+from .tool_binding import run_coroutine
+from ..run.secrets import scrub
 
 MARK = "__deepagent_notebook_tool__"
 # Names a tool may not take: the REPL's own (RLM's), the facade's, the agent's inputs.

@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from .redaction import scrub
+from .secrets import scrub
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0
-    cached_input_tokens: int = 0  # of input_tokens, read from the provider's prompt cache (core.caching)
+    cached_input_tokens: int = 0  # of input_tokens, read from the provider's prompt cache (core.model.caching)
 
     def add(self, input_tokens: int = 0, output_tokens: int = 0, cost: float | None = None,
             cached_tokens: int = 0) -> None:
@@ -148,7 +148,7 @@ class Run:
         self.started_at: float | None = None
         self.ended_at: float | None = None
         self.reverted: dict[str, Any] = {}
-        self.approvals: list[dict[str, Any]] = []  # each approval decision (core.approval): who, what, when
+        self.approvals: list[dict[str, Any]] = []  # each approval decision (core.policy.approval): who, what, when
         self.waited_seconds = 0.0  # time spent waiting for the user's answers (not counted by time limits)
         self.changes: list[dict[str, Any]] = []  # names this run made or changed, by step (interpreters.provenance)
         # Children started before the first step (rare: a tool called during set-up).

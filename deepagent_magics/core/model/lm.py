@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 import dspy
 
-from .redaction import register_lm_secrets
+from ..run.secrets import register_lm_secrets
 
 NO_LM_MESSAGE = (
     "No LM configured: pass --lm openai/gpt-4o-mini, run %deepagent_config --lm MODEL, "

@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable
 
 import dspy
 
-from ..core import session as _session
+from ..core.run import session as _session
 
 CONNECT_TIMEOUT = 30.0
 CALL_TIMEOUT = 120.0

@@ -17,21 +17,24 @@ from typing import Any, Callable, Iterable
 
 import dspy
 
-from . import approval, extensions, streaming, threads
-from .compaction import DEFAULT_COMPACT_AT
+from ..policy import approval
+from . import extensions
+from ..model import step_streaming as streaming
+from ..run import conversations as threads
+from ..model.compaction import DEFAULT_COMPACT_AT
 from .ending import end_early
-from .failures import made_up, reason
-from .lm import lm_label, resolve_lm
-from .namespace import summarize_namespace
-from .observer import HISTORY_SIZE, UsageSink, observe_steps
+from ..model.failures import made_up, reason
+from ..model.lm import lm_label, resolve_lm
+from .variables import summarize_namespace
+from .pipeline import HISTORY_SIZE, UsageSink, observe_steps
 from .profiles import instructions_hash, load_profile
-from .retries import RetryPolicy, with_retries
-from .run import Listener, Run
-from .stopping import StopRun
-from .session import NamespaceBusy, Session, activate, claim, deactivate, release
+from ..model.retries import RetryPolicy, with_retries
+from ..run.run import Listener, Run
+from ..run.stopping import StopRun
+from ..run.session import NamespaceBusy, Session, activate, claim, deactivate, release
 from .subagent_types import check_types
-from .spend import CapReached, SpendBudget, check_caps
-from .workspace import Workspace
+from ..policy.spend import CapReached, SpendBudget, check_caps
+from ..workspace.workspace import Workspace
 
 DEFAULT_TIMEOUT = 120.0  # seconds one code block may run
 
@@ -73,14 +76,14 @@ class DeepAgent(dspy.Module):
         max_parallel: the most sub-agents one ``delegate_batched`` runs at the same time.
         pool: the `KernelPool` sub-agents take their kernels from (default: the process-wide one).
         mcp_servers: MCP servers (command lines for stdio, or http(s) URLs) whose tools the agent
-            gets too (``tools/mcp.py``); one that cannot start raises ``MCPError``.
+            gets too (``tools/mcp_servers.py``); one that cannot start raises ``MCPError``.
         subagents: `SubAgentType`s it (and its sub-agents) may delegate to by name
-            (``delegate(task, agent="NAME")``; `core.subagent_types`).
+            (``delegate(task, agent="NAME")``; `core.loop.subagent_types`).
         max_cost, max_tokens, max_time: spend caps (USD, tokens, seconds) for the whole tree of a run,
-            root and sub-agents together (`core.spend`); a bad value raises ``ValueError``.
-        approve: when a code block needs the user's approval first (``core/approval.py``): ``never``,
+            root and sub-agents together (`core.policy.spend`); a bad value raises ``ValueError``.
+        approve: when a code block needs the user's approval first (``core/policy/approval.py``): ``never``,
             ``risky``, ``always``, or a callable ``(proposal) -> decision``; sub-agents ask the same user.
-        approve_rules: the risk rules ``risky`` uses (``core/risk.py``): None for all, or rule names
+        approve_rules: the risk rules ``risky`` uses (``core/policy/risk.py``): None for all, or rule names
             (``"-network"`` off, ``"none,subagents"`` only that one), or a dict {rule: bool}.
         undo_limit: the biggest of the user's objects (bytes) a run copies before changing it in
             place, so that ``%deepagent_undo`` can restore it (``interpreters/provenance.py``); 0: none.
@@ -233,7 +236,7 @@ class DeepAgent(dspy.Module):
         status first: a KeyboardInterrupt ``interrupted``, any other BaseException (or an
         error while setting up) ``failed``; then it is re-raised. A namespace another
         run is using is refused at once with `NamespaceBusy`. ``thread`` continues a
-        conversation (a `Thread`, or a thread or run id; `core.threads`): the earlier turns
+        conversation (a `Thread`, or a thread or run id; `core.run.conversations`): the earlier turns
         head the ``context``.
         """
         user_namespace = namespace
@@ -287,7 +290,7 @@ class DeepAgent(dspy.Module):
             approval.attach(run, approval.Approver(self.approve, self.approve_rules, ask=ask, out=sys.stdout,
                                                    workspace=str(root)))
         observe_steps(self.rlm)  # each step opens on the run active in the calling thread
-        if run.parent is None:  # the tree's spend caps: one budget on the root run (core.spend)
+        if run.parent is None:  # the tree's spend caps: one budget on the root run (core.policy.spend)
             run.spend = SpendBudget(getattr(self, "max_cost", None), getattr(self, "max_tokens", None),
                                     getattr(self, "max_time", None), run=run)
         if not self.stream:
@@ -306,7 +309,7 @@ class DeepAgent(dspy.Module):
                         notebook_variables=summary,
                         interpreter_factory=self._factory(session, namespace, shell, root),
                     )
-                except (CapReached, StopRun) as exc:  # a cap reached; the user's stop button or `q` (core.ending)
+                except (CapReached, StopRun) as exc:  # a cap reached; the user's stop button or `q` (core.loop.ending)
                     session.cancelled.set()  # first: tools the agent left running in its threads stop early
                     return end_early(self.rlm, session, exc, OUTPUT_FIELD)
         except Exception as exc:

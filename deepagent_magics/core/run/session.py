@@ -15,15 +15,10 @@ from __future__ import annotations
 import contextvars
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any
 
-from .calling import accept_positional, copy_metadata
+from ..workspace.workspace import Workspace
 from .run import Run
-from .spend import guard_tool
-from .workspace import Workspace
-
-if TYPE_CHECKING:
-    from .agent import DeepAgent
 
 _current: contextvars.ContextVar["Session | None"] = contextvars.ContextVar("deepagent_session", default=None)
 
@@ -32,27 +27,11 @@ _current: contextvars.ContextVar["Session | None"] = contextvars.ContextVar("dee
 class Session:
     run: Run
     workspace: Workspace
-    agent: "DeepAgent | None" = None
+    agent: Any = None  # the `DeepAgent` running it (core.loop.agent: a room above this one)
     extras: dict[str, Any] = field(default_factory=dict)
     # Set when the run ends early (stopped, a cap, an interrupt, a failure: `DeepAgent._run`) or its kernel is
     # stopped (a sub-agent past its time limit): long tool walks the agent left running check it and stop.
     cancelled: threading.Event = field(default_factory=threading.Event)
-
-    def wrap_tool(self, name: str, tool: Callable[..., Any]) -> Callable[..., Any]:
-        """``tool`` as agent code calls it: positional or keyword arguments, run inside this session."""
-        inner = accept_positional(name, tool)
-        session = self
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            token = _current.set(session)
-            try:
-                with guard_tool(session, name, args, kwargs):  # llm_query: the tree's spend caps first
-                    return inner(*args, **kwargs)
-            finally:
-                _current.reset(token)
-
-        copy_metadata(call, inner)
-        return call
 
 
 def active() -> Session | None:

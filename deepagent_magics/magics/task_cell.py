@@ -18,12 +18,12 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import Markdown, display
 from traitlets import Bool, Enum, Float, Int, List, Unicode
 
-from ..core.agent import DeepAgent
-from ..core.compaction import DEFAULT_COMPACT_AT
-from ..core.lm import NoLMError, lm_label, make_lm, resolve_lm
-from ..core.profiles import UnknownProfile, available_profiles
-from ..core.run import Run
-from ..core.session import NamespaceBusy
+from ..core.loop.agent import DeepAgent
+from ..core.model.compaction import DEFAULT_COMPACT_AT
+from ..core.model.lm import NoLMError, lm_label, make_lm, resolve_lm
+from ..core.loop.profiles import UnknownProfile, available_profiles
+from ..core.run.run import Run
+from ..core.run.session import NamespaceBusy
 from ..display import show_run
 from ..tuning import programs
 from . import agents, control, followup, gateway_settings, spend_caps
@@ -85,13 +85,13 @@ class DeepAgentMagics(Magics):
     skills_dir = Unicode(None, allow_none=True, help="User-wide skills folder (default: DEEPAGENT_SKILLS_DIR, else ~/.deepagent/skills).").tag(config=True)
     SETTINGS += ("tools", "skills_dir")
 
-    # Spend caps (core/spend.py): the whole tree of a run, root and sub-agents together; None: no cap.
+    # Spend caps (core/policy/spend.py): the whole tree of a run, root and sub-agents together; None: no cap.
     max_cost = Float(None, allow_none=True, help="Most USD one run (its whole tree) may spend on LM calls.").tag(config=True)
     max_tokens = Int(None, allow_none=True, help="Most LM tokens one run (its whole tree) may spend.").tag(config=True)
     max_time = Float(None, allow_none=True, help="Most wall-clock seconds one run may take (waiting for approval not counted).").tag(config=True)
     SETTINGS += spend_caps.CAPS
 
-    # Approval (core/approval.py, control.py): when a code block needs the user's yes first.
+    # Approval (core/policy/approval.py, control.py): when a code block needs the user's yes first.
     approve = Unicode("never", help="Approval policy: never, risky, always, or a notebook function (proposal) -> decision.").tag(config=True)
     approve_rules = Unicode("", help="Risk rules for --approve risky: '' for all, '-network,-subagents' to switch some off, 'none,subagents' for only those.").tag(config=True)
     undo_limit = Float(10.0, help="Megabytes: the biggest of your objects a run copies before changing it in place, so %deepagent_undo can restore it (0: none).").tag(config=True)

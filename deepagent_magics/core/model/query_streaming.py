@@ -30,8 +30,8 @@ from typing import Any
 
 import dspy
 
-from .redaction import scrub
-from .streaming import (
+from ..run.secrets import scrub
+from .step_streaming import (
     LLM_QUERY_STREAMING,
     StepStream,
     StreamCancelled,
@@ -77,7 +77,7 @@ def _target(lm: Any, args: tuple, kwargs: dict[str, Any]) -> tuple[Any, int] | N
     """(run, step) when this call is an ``llm_query`` of a running step that can stream, else None."""
     if len(args) != 1 or not isinstance(args[0], str) or kwargs:
         return None
-    from . import session as _session
+    from ..run import session as _session
 
     session = _session.active()
     run = session.run if session is not None else None

@@ -19,20 +19,20 @@ So ``core`` imports none of ``tools``, ``interpreters``, ``records``: they impor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
-if TYPE_CHECKING:
-    from .agent import DeepAgent
-    from .run import Run
+from ..run.run import Run
+
+DeepAgent = Any  # core.loop.agent.DeepAgent, which imports this module (no cycle, not even for typing)
 
 ToolSet = Callable[[], list[Callable[..., Any]]]
 InterpreterMaker = Callable[..., Callable[[], Any]]  # (agent, session, namespace, shell) -> factory
-RunHook = Callable[["DeepAgent", "Run", dict[str, Any]], None]  # (agent, run, {"lm", "sub_lm"})
+RunHook = Callable[[DeepAgent, Run, dict[str, Any]], None]  # (agent, run, {"lm", "sub_lm"})
 
 _tool_sets: list[ToolSet] = []
 _root_interpreter: InterpreterMaker | None = None
 _run_hooks: list[RunHook] = []
-ContextProvider = Callable[["DeepAgent", str, Any, Any], str]  # (agent, task, namespace, workspace root) -> text
+ContextProvider = Callable[[DeepAgent, str, Any, Any], str]  # (agent, task, namespace, workspace root) -> text
 _context_providers: list[ContextProvider] = []
 _server_tools: Callable[..., list[Callable[..., Any]]] | None = None
 
@@ -52,7 +52,7 @@ def use_root_interpreter(maker: InterpreterMaker) -> None:
     _root_interpreter = maker
 
 
-def root_interpreter(agent: "DeepAgent", session: Any = None, namespace: dict | None = None,
+def root_interpreter(agent: DeepAgent, session: Any = None, namespace: dict | None = None,
                      shell: Any = None) -> Callable[[], Any]:
     if _root_interpreter is None:
         raise RuntimeError("no root interpreter registered: import deepagent_magics, not only its core")
@@ -75,7 +75,7 @@ def add_context_provider(provider: ContextProvider) -> None:
         _context_providers.append(provider)
 
 
-def extra_context(agent: "DeepAgent", task: str, namespace: Any, root: Any, context: str) -> str:
+def extra_context(agent: DeepAgent, task: str, namespace: Any, root: Any, context: str) -> str:
     """``context`` followed by every provider's text; a provider that fails adds nothing."""
     parts = [context] if context else []
     for provider in list(_context_providers):
@@ -86,7 +86,7 @@ def extra_context(agent: "DeepAgent", task: str, namespace: Any, root: Any, cont
         if text:
             parts.append(text)
     return "\n\n".join(parts)
-InstructionsProvider = Callable[["DeepAgent", Any], str]  # (agent, workspace root) -> text for the prompt
+InstructionsProvider = Callable[[DeepAgent, Any], str]  # (agent, workspace root) -> text for the prompt
 _instruction_providers: list[InstructionsProvider] = []
 
 
@@ -96,7 +96,7 @@ def add_instructions_provider(provider: InstructionsProvider) -> None:
         _instruction_providers.append(provider)
 
 
-def extra_instructions(agent: "DeepAgent", root: Any) -> str:
+def extra_instructions(agent: DeepAgent, root: Any) -> str:
     """Every instruction provider's text for this run; a provider that fails adds nothing."""
     parts = []
     for provider in list(_instruction_providers):
