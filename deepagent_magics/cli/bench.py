@@ -40,7 +40,12 @@ def run_bench(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageProblem(str(exc).splitlines()[0]) from None
     progress = TextProgress(f"bench {args.suite}", stream=_Null() if args.quiet else sys.stderr)
-    agent = DeepAgent(lm=lm, max_depth=0, max_iters=args.max_iters)
+    pool = None
+    if args.max_depth > 0:  # sub-agents in kernels of this machine, all stopped with the command
+        from ..interpreters.pool import KernelPool
+
+        pool = KernelPool(0)
+    agent = DeepAgent(lm=lm, max_depth=args.max_depth, max_iters=args.max_iters, pool=pool)
     try:
         report = run_suite(args.suite, lm, limit=args.limit, baselines=args.baselines, threads=args.threads,
                            out=args.out, cache_dir=args.cache_dir, split=args.split, agent=agent, progress=progress,
@@ -49,6 +54,9 @@ def run_bench(args: argparse.Namespace) -> int:
         raise UsageProblem(str(exc)) from None
     except OSError as exc:
         raise UsageProblem(f"--out {args.out}: {exc.strerror or exc}") from None
+    finally:
+        if pool is not None:
+            pool.stop()
     print(report.to_markdown(), end="")
     print(f"deepagent bench: wrote {', '.join(report.files)}", file=sys.stderr)
     if report.rows and all(row["error"] for row in report.rows):

@@ -37,6 +37,7 @@ class BenchReport:
                 "tasks": len(rows),
                 "scored": len(scored),
                 "accuracy": (sum(row["score"] for row in scored) / len(scored)) if scored else None,
+                "steps_per_task": sum(row.get("steps") or 0 for row in rows) / n,
                 "tokens_per_task": sum(row["tokens"] for row in rows) / n,
                 "cost": sum(row["cost"] for row in rows),
                 "cost_per_task": sum(row["cost"] for row in rows) / n,
@@ -59,13 +60,13 @@ class BenchReport:
     def to_markdown(self) -> str:
         tasks = len({row["task_id"] for row in self.rows})
         lines = [f"## {self.title} ({self.split}): {tasks} tasks, {self.lm}", "",
-                 f"| system | {self.metric} | tokens / task | cost | cost / task | s / task | failures |",
-                 "|---|---:|---:|---:|---:|---:|---:|"]
+                 f"| system | {self.metric} | steps / task | tokens / task | cost | cost / task | s / task | failures |",
+                 "|---|---:|---:|---:|---:|---:|---:|---:|"]
         for system, each in self.summary().items():
             accuracy = (f"{each['accuracy']:.1%} ({each['scored']} scored)" if each["accuracy"] is not None
                         else "n/a (answers withheld)")
-            lines.append(f"| {system} | {accuracy} | {each['tokens_per_task']:,.0f} | ${each['cost']:.4f} | "
-                         f"${each['cost_per_task']:.4f} | {each['seconds_per_task']:.2f} | "
+            lines.append(f"| {system} | {accuracy} | {each['steps_per_task']:.1f} | {each['tokens_per_task']:,.0f} | "
+                         f"${each['cost']:.4f} | ${each['cost_per_task']:.4f} | {each['seconds_per_task']:.2f} | "
                          f"{each['failures']}/{each['tasks']} |")
         if self.failures:
             lines += ["", "Failures:", ""]

@@ -27,7 +27,7 @@ from ..core.workspace.workspace import Workspace
 if TYPE_CHECKING:
     from ..core.loop.agent import DeepAgent
 
-BASELINES = ("cot", "react")
+BASELINES = ("cot", "react", "rlm")
 DEEP_AGENT = "deep agent"
 OPTIMIZED = "deep agent (optimized)"
 
@@ -131,6 +131,33 @@ class ReActSystem:
         return Outcome(pred, steps, _tokens(pred) or run.usage.tokens, cost=run.usage.cost)
 
 
+class RLMSystem:
+    """Bare ``dspy.RLM("task -> result")``: DSPy's own prompt, no tools of ours (only ``llm_query`` and
+    ``SUBMIT``), the same Python REPL as the deep agent's over the task's variables (DSPy's default
+    sandbox needs Deno), so what differs from the deep agent is the harness, not the interpreter."""
+
+    def __init__(self, agent: "DeepAgent", lm: Any):
+        self.lm = lm
+        self.agent = agent
+
+    def __call__(self, example: dspy.Example) -> Outcome:
+        from ..core.loop.extensions import root_interpreter
+
+        run = Run(example.task, profile="rlm")
+        with tempfile.TemporaryDirectory(prefix="deepagent-rlm-") as workspace:
+            namespace = _prepare(example, workspace)
+            session = Session(run, Workspace(workspace), agent=self.agent)
+            module = dspy.RLM("task -> result", max_iters=self.agent.max_iters, max_llm_calls=self.agent.max_llm_calls,
+                              interpreter_factory=root_interpreter(self.agent, session, namespace))
+            token = activate(session)
+            try:
+                with dspy.context(lm=self.lm, track_usage=True, caller_modules=[UsageSink(run)]):
+                    pred = module(task=_task_text(example))
+            finally:
+                deactivate(token)
+        return Outcome(pred, len(pred.get("trajectory") or []), _tokens(pred) or run.usage.tokens, cost=run.usage.cost)
+
+
 def systems_for(agent: "DeepAgent", baselines: Iterable[str] = (), optimized: "DeepAgent | None" = None,
                 lm: Any = None) -> dict[str, Callable[[dspy.Example], Outcome]]:
     """The deep agent, the optimised one when given, and the named baselines, all on the same LM."""
@@ -139,7 +166,8 @@ def systems_for(agent: "DeepAgent", baselines: Iterable[str] = (), optimized: "D
     for name in baselines:
         if name not in BASELINES:
             raise ValueError(f"unknown baseline {name!r}; choose from: {', '.join(BASELINES)}")
-        systems[name] = CoTSystem(lm) if name == "cot" else ReActSystem(agent, lm)
+        systems[name] = {"cot": CoTSystem, "react": ReActSystem, "rlm": RLMSystem}[name](
+            *((lm,) if name == "cot" else (agent, lm)))
     systems[DEEP_AGENT] = DeepAgentSystem(agent)
     if optimized is not None:
         systems[OPTIMIZED] = DeepAgentSystem(optimized)
