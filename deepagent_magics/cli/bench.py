@@ -13,6 +13,7 @@ import argparse
 import sys
 
 from ..core.model.lm import NoLMError, resolve_lm
+from ..core.model.lm_options import LMOptionError, parse_lm_options
 from ..tuning.bench import (
     BenchError,
     SuiteUnavailable,
@@ -32,8 +33,9 @@ def run_bench(args: argparse.Namespace) -> int:
     try:
         check_arguments(args.suite, args.limit, args.baselines, args.threads)
         where = parse_where(args.where)
-        lm = resolve_lm(model_from_spec(args.lm) or default_model())
-    except (UnknownSuite, BenchError, ModelError) as exc:
+        options = parse_lm_options(args.lm_options)
+        lm = resolve_lm(model_from_spec(args.lm, options=options) or default_model(), options=options)
+    except (UnknownSuite, BenchError, ModelError, LMOptionError) as exc:
         raise UsageProblem(str(exc)) from None
     except NoLMError:
         raise UsageProblem("no model: pass --lm openai/gpt-4o-mini (or scripted:FILE.json), or set DEEPAGENT_LM") from None

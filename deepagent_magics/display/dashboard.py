@@ -55,6 +55,7 @@ from .markup import (
     todos_html,
     tree_html,
 )
+from .result import ResultOutput
 from .retries import line_html, note_html, retry_line, waiting_area
 from .streaming import query_html, writing_panel
 
@@ -208,8 +209,9 @@ def compaction_html(data: dict[str, Any]) -> str:
 class Dashboard:
     """The widgets for one root run, fed by its events (``on_event``)."""
 
-    def __init__(self, run: Run, steerable: bool = False):
+    def __init__(self, run: Run, steerable: bool = False, result_inside: bool = True):
         self.run = run
+        self.result_inside = result_inside  # False: a finished run's result is the cell's own output (result.py)
         self.controls = SteeringControls(run) if steerable else None  # stop, a note, edit todos (controls.py)
         self.status = W.HTML(status_line(run))
         self.todos = W.HTML(todos_html(run.todos))
@@ -368,8 +370,10 @@ class Dashboard:
 
     def show_result(self) -> None:
         run = self.run
+        if run.status == "finished" and not self.result_inside:
+            return
         if run.status == "finished":
-            data = {"text/markdown": str(run.result), "text/plain": str(run.result)}
+            data = ResultOutput(run.result)._repr_mimebundle_()
         else:
             text = {"interrupted": "Interrupted: the trajectory so far is kept.",
                     "failed": f"The agent failed: {run.error}",

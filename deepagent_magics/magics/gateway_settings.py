@@ -12,6 +12,8 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from .arguments import shown_lm_options
+
 OFF = ("off", "none", "")
 
 
@@ -53,6 +55,10 @@ def shown(name: str, value: Any) -> Any:
     """A setting as ``%deepagent_config`` prints it: never the token itself."""
     if name == "gateway_token":
         return "(set)" if value else None
+    if name == "lm_options":
+        from .arguments import shown_lm_options
+
+        return shown_lm_options(value)
     if name == "gateway_url" and value is None:
         env = os.environ.get("JUPYTER_GATEWAY_URL")
         return f"{env} (from JUPYTER_GATEWAY_URL)" if env else "(none: kernels start on this machine)"
