@@ -19,7 +19,7 @@ import dspy
 from dspy.utils.usage_tracker import track_usage
 
 from ..core.model.lm import resolve_lm
-from ..core.loop.pipeline import UsageSink
+from ..core.model.usage_sink import UsageSink
 from ..core.run.run import Run
 from ..core.run.session import Session, activate, deactivate
 from ..core.workspace.workspace import Workspace

@@ -26,7 +26,8 @@ from .ending import end_early
 from ..model.failures import made_up, reason
 from ..model.lm import lm_label, resolve_lm
 from .variables import summarize_namespace
-from .pipeline import HISTORY_SIZE, UsageSink, observe_steps
+from ..model.usage_sink import HISTORY_SIZE, UsageSink
+from .pipeline import observe_steps
 from .profiles import instructions_hash, load_profile
 from ..model.retries import RetryPolicy, with_retries
 from ..run.run import Listener, Run

@@ -26,7 +26,6 @@ import queue
 import sys
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,10 +33,11 @@ from typing import Any
 from ..run.secrets import scrub
 from .risk import Risk, analyse, parse_rules
 from ..run.stopping import StopRun
+from ..run.run_tree import tree_of
+from ..run.event_kinds import APPROVAL
 
 POLICIES = ("never", "risky", "always")
 STDIN = "stdin"  # ask with the `input` found when the run starts
-APPROVAL = "approval"  # the event kind; data: the decision's record
 RELAY_POLL = 0.05  # seconds between a sub-agent's looks at its question while it waits
 RELAY_WAIT = 1.0  # seconds before a question the run's own thread has not taken up is asked by its sub-agent
 MAX_ANSWERS = 20  # unreadable answers before the block is refused (an `input` that never says y/n/a/q)
@@ -337,9 +337,6 @@ def _short(value: Any) -> str:
 
 
 # ------------------------------------------------------------ the approver of a run tree
-_approvers: weakref.WeakKeyDictionary[Any, Approver] = weakref.WeakKeyDictionary()
-
-
 def stdin_asker() -> Callable[[str], str] | None:
     """The ``input`` to ask with, taken now (agent code that replaces ``builtins.input`` later changes
     nothing); None when a plain process's stdin is not a terminal."""
@@ -363,17 +360,14 @@ def waited(run: Any, now: float | None = None) -> float:
 
 
 def attach(run: Any, approver: Approver) -> None:
-    _approvers[run] = approver
+    """Make ``approver`` the one of ``run``'s tree (the root run attaches it)."""
+    run.tree.approver = approver
 
 
 def approver_of(run: Any) -> Approver | None:
-    """The approver of ``run``'s tree (its root's)."""
-    while run is not None:
-        approver = _approvers.get(run)
-        if approver is not None:
-            return approver
-        run = run.parent
-    return None
+    """The approver of ``run``'s tree (None: nothing needs approval)."""
+    tree = tree_of(run)
+    return tree.approver if tree is not None else None
 
 
 def serve(run: Any) -> None:

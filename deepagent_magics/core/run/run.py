@@ -23,24 +23,17 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from .secrets import scrub
+from .run_tree import RunTree
+from .event_kinds import (  # the kinds this module emits (every kind: event_kinds.py)
+    FILE_WRITTEN, LM_USAGE, RUN_FINISHED, RUN_STARTED, STATUS, STEP_FINISHED, STEP_STARTED,
+    SUBAGENT_FINISHED, SUBAGENT_STARTED, TODOS, TOOL_CALL,
+)
 
 log = logging.getLogger(__name__)
 
 STATUSES = ("pending", "running", "finished", "failed", "interrupted", "stopped", "budget_exhausted", "abandoned")
 # "abandoned": read from a record whose writing process died mid-run (records/), never set on a live run
 
-# Event kinds, in the order a run usually emits them.
-RUN_STARTED = "run_started"
-STEP_STARTED = "step_started"  # data: index, reasoning, code
-STEP_FINISHED = "step_finished"  # data: index, output
-TOOL_CALL = "tool_call"  # data: name, args (short reprs), error (or None)
-TODOS = "todos"  # data: todos
-FILE_WRITTEN = "file_written"  # data: path, size
-SUBAGENT_STARTED = "subagent_started"  # data: child (the child Run), step
-SUBAGENT_FINISHED = "subagent_finished"  # data: child, step
-LM_USAGE = "lm_usage"  # data: model, input_tokens, output_tokens, cost, cached_tokens
-STATUS = "status"  # data: status, error
-RUN_FINISHED = "run_finished"  # data: status, result, error
 
 
 @dataclass
@@ -164,6 +157,7 @@ class Run:
         self.profile = profile
         self.depth = depth
         self.parent = parent
+        self.tree = parent.tree if parent is not None else RunTree()  # what the whole tree shares
         self.parent_step: int | None = None
         self.status = "pending"
         self.result: Any = None
@@ -186,6 +180,15 @@ class Run:
         self.exception: BaseException | None = None  # what ended a failed run
         self._listeners: list[Listener] = []
         self._lock = threading.RLock()
+
+    @property
+    def spend(self) -> Any:
+        """The spend budget of this run's tree (`RunTree.spend`; None: no caps)."""
+        return self.tree.spend
+
+    @spend.setter
+    def spend(self, budget: Any) -> None:
+        self.tree.spend = budget
 
     # ---------------------------------------------------------------- listening
     def subscribe(self, listener: Listener) -> Callable[[], None]:
