@@ -108,7 +108,7 @@ def run_suite(suite: str, lm: Any = None, *, limit: int | None = None, baselines
         task = tasks[row["example"]]
         rows.append({"system": row["system"], "task_id": task.id, "score": row["score"],
                      "scored": task.gold is not None, "answer": row["result"], "tokens": row["tokens"],
-                     "cost": row.get("cost", 0.0), "seconds": row.get("seconds", 0.0), "steps": row["steps"],
+                     "cost": row.get("cost"), "seconds": row.get("seconds", 0.0), "steps": row["steps"],
                      "error": row["error"], **{key: value for key, value in task.meta.items() if key not in ("concepts", "writes")}})
     report = BenchReport(found.name, found.title, split or found.default_split, lm_label(model), found.metric,
                          table.systems, rows)

@@ -142,6 +142,7 @@ def test_the_command_line_runs_the_suite_with_every_baseline(tmp_path, offline, 
     assert out.startswith("## scikit-learn datasets (offline) (all): 1 tasks, scripted/steps")
     assert "| deep agent | 100.0% (1 scored) | 1.0 |" in out and "| rlm | 100.0% (1 scored) | 1.0 |" in out
     assert "| cot | 0.0% (1 scored) |" in out
+    assert "| unknown | unknown |" in out and "$0.0000" not in out  # a scripted model has no price: not $0
 
 
 def test_the_magic_runs_the_suite(ip, tmp_path, offline):
