@@ -67,6 +67,7 @@ def test_the_suite_ships_forty_questions_answered_by_its_reference_code(tmp_path
     tasks = get_suite("sklearn").load(tmp_path)
     assert len(tasks) >= 40 and len({task.id for task in tasks}) == len(tasks)
     assert {task.meta["kind"] for task in tasks} == KINDS and {task.meta["level"] for task in tasks} == {"easy", "hard"}
+    assert {task.meta["kind"] for task in tasks[:8]} == KINDS  # --limit 8 is one question of every kind
     gold = {task.id: task.gold for task in tasks}
     wine, diabetes = load_wine(as_frame=True).frame, load_diabetes(as_frame=True).frame
     assert gold["agg-1"] == str(len(wine)) == "178"

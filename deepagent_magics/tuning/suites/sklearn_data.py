@@ -101,8 +101,9 @@ class SklearnData(Suite):
             (root / _file(name)).write_text(json.dumps({"items": texts(name)}, indent=1), encoding="utf-8")
 
     def tasks(self, root: Path, split: str) -> list[Task]:
+        """The questions taken in turn from each kind, so that ``--limit 8`` is one of every kind."""
         data = read_data(root)
-        return [self._task(question, root, data) for question in QUESTIONS]
+        return [self._task(question, root, data) for question in interleaved(QUESTIONS)]
 
     def _task(self, question: Question, root: Path, data: dict[str, Any]) -> Task:
         tables = [name for name in question.datasets if name in TABLES]
@@ -122,6 +123,14 @@ class SklearnData(Suite):
         if wanted and not set(wanted) <= files_written(prediction):
             return 0.0
         return self.score(task, prediction.get("result") if hasattr(prediction, "get") else None)
+
+
+def interleaved(questions: tuple[Question, ...]) -> list[Question]:
+    kinds: dict[str, list[Question]] = {}
+    for question in questions:
+        kinds.setdefault(question.kind, []).append(question)
+    rounds = max(len(each) for each in kinds.values())
+    return [each[turn] for turn in range(rounds) for each in kinds.values() if turn < len(each)]
 
 
 def files_written(prediction: Any) -> set[str]:
