@@ -15,7 +15,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
-from traitlets import Bool, Dict, Enum, Float, Int, List, Unicode
+from traitlets import Bool, Dict, Enum, Float, Int, List, Unicode, observe
 
 from ..core.loop.agent import DeepAgent
 from ..core.model.compaction import DEFAULT_COMPACT_AT
@@ -70,8 +70,13 @@ class DeepAgentMagics(Magics):
     kernel_name = Unicode(None, allow_none=True, help="Kernel spec for sub-agents (default: this Python).").tag(config=True)
     SETTINGS += ("max_depth", "max_subagents", "subagent_max_iters", "subagent_timeout", "max_parallel", "pool_size", "kernel_name")
     gateway_url = Unicode(None, allow_none=True, help="Jupyter gateway for sub-agent kernels (default: JUPYTER_GATEWAY_URL, else this machine).").tag(config=True)
-    gateway_token = Unicode(None, allow_none=True, help="The gateway's auth token (default: JUPYTER_GATEWAY_AUTH_TOKEN).").tag(config=True)
-    SETTINGS += ("gateway_url", "gateway_token")
+    gateway_token = Unicode(None, allow_none=True, help="The gateway's auth token (default: JUPYTER_GATEWAY_AUTH_TOKEN); prefer gateway_token_env.").tag(config=True)
+    gateway_token_env = Unicode(None, allow_none=True, help="The environment variable holding the gateway's auth token.").tag(config=True)
+    SETTINGS += ("gateway_url", "gateway_token", "gateway_token_env")
+
+    @observe("gateway_token")
+    def _token_typed(self, change: Any) -> None:  # however it was set (a flag, %config): a secret, out of In
+        gateway_settings.forget(self.shell, change["new"])
 
     # Follow-up cells (followup.py): continue the last conversation by default; the user's cells shown.
     continue_default = Bool(False, help="A plain cell continues the last conversation (--new starts one).").tag(config=True)
@@ -265,7 +270,9 @@ class DeepAgentMagics(Magics):
     @argument("--pool-size", dest="pool_size", type=int, help="sub-agent kernels kept ready")
     @argument("--kernel-name", dest="kernel_name", help="kernel spec for sub-agents")
     @argument("--gateway-url", dest="gateway_url", help="Jupyter gateway to start sub-agent kernels on ('off': this machine)")
-    @argument("--gateway-token", dest="gateway_token", help="the gateway's auth token")
+    @argument("--gateway-token", dest="gateway_token", help="the gateway's auth token (prefer --gateway-token-env)")
+    @argument("--gateway-token-env", dest="gateway_token_env", metavar="VAR",
+              help="the environment variable holding the gateway's token ('off': none)")
     @argument("--continue", dest="continue_default", choices=["on", "off"], help="plain cells continue the conversation")
     @argument("--cells", type=int, help="how many recent cells the agent sees")
     @argument("--compact-at", dest="compact_at", type=followup.compact_at, help="tokens or a fraction of the window; off")
@@ -285,6 +292,7 @@ class DeepAgentMagics(Magics):
     @line_magic
     def deepagent_config(self, line: str) -> None:
         """Show the deep agent defaults, or set them."""
+        gateway_settings.forget_typed_flags(self.shell, line)  # first: a mistake below must not leave a token in In
         args = parse_flags(self.deepagent_config, line)
         updates = {name: getattr(args, name) for name in self.SETTINGS if getattr(args, name, None) is not None}
         for name in ("quiet", "continue_default", "stream"):
@@ -297,7 +305,13 @@ class DeepAgentMagics(Magics):
         check_seconds("--timeout", updates.get("timeout"))
         check_subagent_settings(updates)
         updates.update(spend_caps.checked(updates, unset_with_off=True))
-        gateway_settings.check_gateway(updates, self.gateway_url, self.gateway_token)
+        if "gateway_token_env" in updates:  # one source of the token at a time
+            updates["gateway_token_env"] = gateway_settings.token_from_environment(updates["gateway_token_env"])
+            updates.setdefault("gateway_token", None)
+        elif "gateway_token" in updates:
+            updates["gateway_token_env"] = None
+        gateway_settings.check_gateway(updates, self.gateway_url, gateway_settings.token_in_effect(
+            updates.get("gateway_token", self.gateway_token), updates.get("gateway_token_env", self.gateway_token_env)))
         if "workspace" in updates:
             updates["workspace"] = check_workspace(updates["workspace"])
         if "profile" in updates and updates["profile"] not in available_profiles() + list(self.agent_types):
@@ -330,11 +344,14 @@ class DeepAgentMagics(Magics):
         from ..interpreters.pool import default_pool
 
         gateway = gateway_settings.make_gateway(gateway_settings.gateway_url(settings["gateway_url"]),
-                                                settings["gateway_token"])
+                                                self.gateway_token_in_effect())
         pool = default_pool(settings["pool_size"], settings["kernel_name"] or None, gateway=gateway)
         if settings["max_depth"] > 0:
             pool.warm()
         return pool
+
+    def gateway_token_in_effect(self) -> str | None:
+        return gateway_settings.token_in_effect(self.gateway_token, self.gateway_token_env)
 
     def describe_config(self) -> str:
         rows = []

@@ -146,14 +146,12 @@ class RLMSystem:
         self.agent = agent
 
     def __call__(self, example: dspy.Example) -> Outcome:
-        from ..core.loop.extensions import root_interpreter
-
         run = Run(example.task, profile="rlm")
         with tempfile.TemporaryDirectory(prefix="deepagent-rlm-") as workspace:
             namespace = _prepare(example, workspace)
             session = Session(run, Workspace(workspace), agent=self.agent)
             module = dspy.RLM("task -> result", max_iters=self.agent.max_iters, max_llm_calls=self.agent.max_llm_calls,
-                              interpreter_factory=root_interpreter(self.agent, session, namespace))
+                              interpreter_factory=self.agent.interpreter_factory(session, namespace))
             token = activate(session)
             try:
                 with dspy.context(lm=self.lm, track_usage=True, caller_modules=[UsageSink(run)]):
