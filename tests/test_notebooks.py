@@ -66,3 +66,38 @@ def test_a_headless_notebook_keeps_the_runs_final_summary_as_the_dashboards_text
     assert len(views) == 1
     text = views[0]["data"]["text/plain"]
     assert "finished" in text and "2 steps" in text and "pending" not in text
+
+
+def test_a_notebook_saved_without_widget_state_still_shows_the_result(tmp_path):
+    """Executed headless and stripped of widget state (Jupyter's default save; what GitHub and nbviewer show),
+    the cell still shows the answer: the result is an ordinary Markdown output with a plain-text fallback,
+    below the dashboard, and HTML a model wrote in it is escaped, not rendered."""
+    import nbformat
+
+    answer = "**3 regions fell**\n\n| region | change |\n|---|---:|\n| East | -24,100 |\n\n<img src=x onerror=alert(1)>"
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [
+        nbformat.v4.new_code_cell("%load_ext deepagent_magics\nfrom deepagent_magics.testing import ScriptedLM\n"
+                                  f"answer = {answer!r}  # what the model will submit\n"
+                                  "lm = ScriptedLM([('Done.', 'SUBMIT(result=answer)')])\n"
+                                  "%deepagent_config --workspace ws --display widgets --pool-size 0"),
+        nbformat.v4.new_code_cell("%%deepagent --lm lm --out summary\nWhich regions fell?"),
+    ]
+    path = tmp_path / "headless.ipynb"
+    nbformat.write(nb, str(path))
+    executed = run_notebook(path, keep=True)
+    executed.metadata.pop("widgets", None)  # saved without widget state
+    for cell in executed.cells:
+        for output in cell.get("outputs", []):
+            output.get("data", {}).pop("application/vnd.jupyter.widget-view+json", None)
+    saved = nbformat.reads(nbformat.writes(executed), as_version=4)
+
+    outputs = [output for output in saved.cells[1].outputs if output.get("output_type") in ("display_data", "execute_result")]
+    markdown = [output["data"]["text/markdown"] for output in outputs if "text/markdown" in output.get("data", {})]
+    assert len(markdown) == 1, outputs
+    assert "**3 regions fell**" in markdown[0] and "| East | -24,100 |" in markdown[0]
+    assert "<img" not in markdown[0] and "&lt;img src=x onerror=alert(1)>" in markdown[0]
+    plain = next(output["data"]["text/plain"] for output in outputs if "text/markdown" in output.get("data", {}))
+    assert "| East | -24,100 |" in plain
+    assert outputs.index(next(o for o in outputs if "text/markdown" in o.get("data", {}))) > 0  # below the dashboard

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..core.loop.agent import DeepAgent
+from ..core.model.lm_options import LMOptionError, parse_lm_options
 from ..core.model.lm import NoLMError, resolve_lm
 from ..core.loop.profiles import UnknownProfile, available_profiles
 from ..core.run.run import Run
@@ -39,11 +40,12 @@ def run_task(args: argparse.Namespace) -> int:
     if workspace.exists() and not workspace.is_dir():
         raise UsageProblem(f"--workspace {args.workspace}: not a directory")
     try:
-        lm = model_from_spec(args.lm) or default_model()
-        sub_lm = model_from_spec(args.sub_lm, "--sub-lm")
-        lm = resolve_lm(lm)  # no model at all: say how to name one, before anything starts
+        options = parse_lm_options(args.lm_options)
+        lm = model_from_spec(args.lm, options=options) or default_model()
+        sub_lm = model_from_spec(args.sub_lm, "--sub-lm", options=options)
+        lm = resolve_lm(lm, options=options)  # no model at all: say how to name one, before anything starts
         namespace = load_variables(args.load)
-    except (ModelError, LoadError) as exc:
+    except (ModelError, LoadError, LMOptionError) as exc:
         raise UsageProblem(str(exc)) from None
     except NoLMError:
         raise UsageProblem("no model: pass --lm openai/gpt-4o-mini (or scripted:FILE.json), or set DEEPAGENT_LM") from None

@@ -25,8 +25,9 @@ class ModelError(ValueError):
     """A model name the command line cannot use; the message is one line."""
 
 
-def model_from_spec(spec: str | None, flag: str = "--lm") -> Any:
-    """The LM ``spec`` names (None stays None: the environment decides)."""
+def model_from_spec(spec: str | None, flag: str = "--lm", options: dict[str, Any] | None = None) -> Any:
+    """The LM ``spec`` names, a model id built with ``options`` (``--lm-option``; None stays None: the
+    environment decides)."""
     if spec is None:
         return None
     spec = spec.strip()
@@ -34,7 +35,7 @@ def model_from_spec(spec: str | None, flag: str = "--lm") -> Any:
         return scripted_model(spec[len(SCRIPTED):], flag)
     if "/" not in spec or spec.startswith("/") or spec.endswith("/"):
         raise ModelError(f"{flag} {spec!r} is not a model id like 'openai/gpt-4o-mini' nor 'scripted:FILE.json'")
-    return dspy.LM(spec)
+    return dspy.LM(spec, **dict(options or {}))
 
 
 def default_model() -> Any:

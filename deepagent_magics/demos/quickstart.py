@@ -79,7 +79,7 @@ def quickstart_lm(announce: bool = True) -> ScriptedLM:
 def run_notebook(path: str | Path, timeout: int = 300, keep: bool = False) -> Any:
     """Execute a notebook headless in a real kernel, in the notebook's folder; return the text of its
     `demo-result` cells (or, with ``keep``, the executed notebook). The kernel talks over unix
-    sockets (no TCP port, no warning about one)."""
+    sockets (no TCP port, no warning about one) and is shut down before this returns."""
     import nbformat
     from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
@@ -88,8 +88,14 @@ def run_notebook(path: str | Path, timeout: int = 300, keep: bool = False) -> An
     notebook = nbformat.read(path, as_version=4)
     with tempfile.TemporaryDirectory(prefix="deepagent-demo-") as sockets:
         manager = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "kernel"))
-        NotebookClient(notebook, timeout=timeout, kernel_name="python3", km=manager,
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        try:
+            NotebookClient(notebook, timeout=timeout, kernel_name="python3", km=manager,
+                           resources={"metadata": {"path": str(path.parent)}}).execute()
+        finally:
+            # nbclient leaves a kernel it was handed running: shut it down (its sub-agent pool with it) while
+            # this process waits, not after it is gone ("Parent appears to have exited" on the way out).
+            if manager.has_kernel:
+                manager.shutdown_kernel()
     if keep:
         return notebook
     texts = []

@@ -15,8 +15,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
-from IPython.display import display
-from traitlets import Bool, Enum, Float, Int, List, Unicode, observe
+from traitlets import Bool, Dict, Enum, Float, Int, List, Unicode, observe
 
 from ..core.loop.agent import DeepAgent
 from ..core.model.compaction import DEFAULT_COMPACT_AT
@@ -24,8 +23,7 @@ from ..core.model.lm import NoLMError, lm_label, make_lm, resolve_lm
 from ..core.loop.profiles import UnknownProfile, available_profiles
 from ..core.run.run import Run
 from ..core.run.session import NamespaceBusy
-from ..display import show_run
-from ..core.run.model_text import SafeMarkdown
+from ..display import show_result, show_run
 from ..tuning import programs
 from . import agents, control, followup, gateway_settings, spend_caps
 from .arguments import (
@@ -36,6 +34,7 @@ from .arguments import (
     check_subagent_settings,
     check_workspace,
     interpolate,
+    lm_option_values,
     make_workspace,
     one_line,
     parse_flags,
@@ -106,6 +105,8 @@ class DeepAgentMagics(Magics):
 
     stream = Bool(True, help="Show each step's reasoning and code while the model writes them (docs/streaming.md).").tag(config=True)
     SETTINGS += ("stream",)
+    lm_options = Dict(help="Options of an LM named by a model id: dspy.LM(id, **lm_options), e.g. timeout, max_tokens.").tag(config=True)
+    SETTINGS += ("lm_options",)
 
     def __init__(self, shell=None, **kwargs: Any):
         super().__init__(shell=shell, **kwargs)
@@ -198,7 +199,7 @@ class DeepAgentMagics(Magics):
             print(f"deepagent: restored your variables {names}; the agent's values are in _deepagent_run.reverted")
         control.summarize(run)
         if run.result is not None and not getattr(view, "shows_result", False) and run.status != "stopped":
-            display(SafeMarkdown(run.result))  # sanitised HTML: a model's Markdown is never trusted
+            show_result(run.result)
 
     def build_agent(self, args: Any) -> DeepAgent:
         """A `DeepAgent` from the cell's flags over the configured defaults; a bad value is a UsageError."""
@@ -218,8 +219,8 @@ class DeepAgentMagics(Magics):
         tools = agents.notebook_tools(settings["tools"], namespace)
         as_type = agents.root_settings(self, settings["profile"], namespace, settings["max_depth"], tools)
         try:
-            lm = resolve_lm(settings["lm"], namespace=namespace)
-            sub_lm = make_lm(settings["sub_lm"], namespace)
+            lm = resolve_lm(settings["lm"], namespace=namespace, options=settings["lm_options"])
+            sub_lm = make_lm(settings["sub_lm"], namespace, settings["lm_options"])
             agent = DeepAgent(
                 lm=lm,
                 sub_lm=sub_lm,
@@ -288,6 +289,8 @@ class DeepAgentMagics(Magics):
     @argument("--approve-rules", dest="approve_rules", help="risk rules for --approve risky ('' for all)")
     @argument("--undo-limit", dest="undo_limit", type=float, help="MB: biggest object copied so undo can restore it")
     @argument("--stream", choices=["on", "off"], help="show steps while the model writes them")
+    @argument("--lm-option", dest="lm_options", action="append", metavar="KEY=VALUE",
+              help="an option of a model-id LM: timeout=600, max_tokens=4000 (repeatable; 'off': none)")
     @argument("--reset", action="store_true", help="restore every default")
     @line_magic
     def deepagent_config(self, line: str) -> None:
@@ -316,10 +319,12 @@ class DeepAgentMagics(Magics):
             updates["workspace"] = check_workspace(updates["workspace"])
         if "profile" in updates and updates["profile"] not in available_profiles() + list(self.agent_types):
             raise UsageError(f"unknown profile {updates['profile']!r}; choose one of: {', '.join(available_profiles())}")
+        if "lm_options" in updates:
+            updates["lm_options"] = lm_option_values(updates["lm_options"], {} if args.reset else self.lm_options)
         for name in ("lm", "sub_lm"):
             if name in updates:
                 try:
-                    make_lm(updates[name], self.shell.user_ns)
+                    make_lm(updates[name], self.shell.user_ns, updates.get("lm_options", self.lm_options))
                 except (ValueError, TypeError) as exc:
                     raise UsageError(one_line(exc)) from None
         if "mcp_servers" in updates:

@@ -25,8 +25,9 @@ class NoLMError(RuntimeError):
     """No LM could be found; the message says how to set one."""
 
 
-def make_lm(spec: Any, namespace: Mapping[str, Any] | None = None) -> Any:
-    """An LM from an LM object, the name of a notebook variable holding one, or a model id."""
+def make_lm(spec: Any, namespace: Mapping[str, Any] | None = None, options: Mapping[str, Any] | None = None) -> Any:
+    """An LM from an LM object, the name of a notebook variable holding one, or a model id (built with
+    ``options``: `lm_options`)."""
     if spec is None or isinstance(spec, dspy.BaseLM):
         return spec
     if not isinstance(spec, str):
@@ -35,25 +36,28 @@ def make_lm(spec: Any, namespace: Mapping[str, Any] | None = None) -> Any:
         return namespace[spec]
     if "/" not in spec:
         raise ValueError(f"{spec!r} is not a model id like 'openai/gpt-4o-mini' nor a notebook variable holding an LM")
-    return dspy.LM(spec)
+    return dspy.LM(spec, **dict(options or {}))
 
 
-def resolve_lm(explicit: Any = None, configured: Any = None, namespace: Mapping[str, Any] | None = None) -> Any:
-    lm = _resolve(explicit, configured, namespace)
+def resolve_lm(explicit: Any = None, configured: Any = None, namespace: Mapping[str, Any] | None = None,
+               options: Mapping[str, Any] | None = None) -> Any:
+    """The run's LM (see the module docstring); ``options`` apply where it is built from a model id."""
+    lm = _resolve(explicit, configured, namespace, options)
     register_lm_secrets(lm)
     return lm
 
 
-def _resolve(explicit: Any, configured: Any, namespace: Mapping[str, Any] | None) -> Any:
+def _resolve(explicit: Any, configured: Any, namespace: Mapping[str, Any] | None,
+             options: Mapping[str, Any] | None = None) -> Any:
     for candidate in (explicit, configured):
-        lm = make_lm(candidate, namespace)
+        lm = make_lm(candidate, namespace, options)
         if lm is not None:
             return lm
     if dspy.settings.lm is not None:
         return dspy.settings.lm
     env = os.environ.get("DEEPAGENT_LM", "").strip()
     if env:
-        return make_lm(env, namespace)
+        return make_lm(env, namespace, options)
     raise NoLMError(NO_LM_MESSAGE)
 
 
