@@ -68,7 +68,7 @@ def build_parser() -> Parser:
                                           "result to stdout; the exit status is 0 only when the run finished.")
     run.add_argument("task", help="what to do ('-' reads the task from stdin)")
     run.add_argument("--workspace", default=".", help="directory for the file tools and the run records (default: .)")
-    run.add_argument("--lm", help="model id (openai/gpt-4o-mini) or scripted:FILE.json (default: DEEPAGENT_LM)")
+    run.add_argument("--lm", help="model id (openai/gpt-4o-mini), local (the bundled model; local:PATH.gguf for another), or scripted:FILE.json (default: DEEPAGENT_LM)")
     run.add_argument("--sub-lm", dest="sub_lm", help="model behind llm_query (default: the --lm model)")
     run.add_argument("--lm-option", dest="lm_options", action="append", default=[], metavar="KEY=VALUE",
                      help="an option of a model-id LM, repeatable: timeout=600, max_tokens=4000, api_base=URL")
@@ -125,7 +125,7 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
                                 description="Run the deep agent (and baselines) on a public benchmark suite, "
                                             "scored by the suite's own rule; the table goes to stdout.")
     bench.add_argument("suite", help="the suite: dabstep, dabench, oolong or sklearn (offline)")
-    bench.add_argument("--lm", help="model id (openai/gpt-4o-mini) or scripted:FILE.json (default: DEEPAGENT_LM)")
+    bench.add_argument("--lm", help="model id (openai/gpt-4o-mini), local (the bundled model; local:PATH.gguf for another), or scripted:FILE.json (default: DEEPAGENT_LM)")
     bench.add_argument("--lm-option", dest="lm_options", action="append", default=[], metavar="KEY=VALUE",
                        help="an option of a model-id LM, repeatable: timeout=600, max_tokens=4000, api_base=URL")
     bench.add_argument("--limit", type=positive(int), help="run only the first N tasks")
