@@ -8,6 +8,7 @@ limits); a mistake is one line on stderr (`UsageProblem`), never argparse's usag
 from __future__ import annotations
 
 import argparse
+import math
 
 APPROVAL_POLICIES = ("never",)  # no approval prompts exist yet: every tool call runs without asking
 
@@ -27,6 +28,8 @@ def positive(kind: type) -> callable:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a {'number' if kind is float else 'whole number'}") from None
+        if not math.isfinite(value):  # nan compares false to everything: it would turn a limit off
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
         if value <= 0:
             raise argparse.ArgumentTypeError(f"must be positive, got {text}")
         return value
@@ -65,8 +68,10 @@ def build_parser() -> Parser:
                                           "result to stdout; the exit status is 0 only when the run finished.")
     run.add_argument("task", help="what to do ('-' reads the task from stdin)")
     run.add_argument("--workspace", default=".", help="directory for the file tools and the run records (default: .)")
-    run.add_argument("--lm", help="model id (openai/gpt-4o-mini) or scripted:FILE.json (default: DEEPAGENT_LM)")
+    run.add_argument("--lm", help="model id (openai/gpt-4o-mini), local (the bundled model; local:PATH.gguf for another), or scripted:FILE.json (default: DEEPAGENT_LM)")
     run.add_argument("--sub-lm", dest="sub_lm", help="model behind llm_query (default: the --lm model)")
+    run.add_argument("--lm-option", dest="lm_options", action="append", default=[], metavar="KEY=VALUE",
+                     help="an option of a model-id LM, repeatable: timeout=600, max_tokens=4000, api_base=URL")
     run.add_argument("--profile", default="default", help="prompt profile")
     run.add_argument("--max-iters", dest="max_iters", type=positive(int), default=20, help="most code steps")
     run.add_argument("--max-llm-calls", dest="max_llm_calls", type=positive(int), default=50,
@@ -119,10 +124,12 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
     bench = commands.add_parser("bench", help="measure the agent on a public benchmark (docs/quality.md)",
                                 description="Run the deep agent (and baselines) on a public benchmark suite, "
                                             "scored by the suite's own rule; the table goes to stdout.")
-    bench.add_argument("suite", help="the suite: dabstep, dabench or oolong")
-    bench.add_argument("--lm", help="model id (openai/gpt-4o-mini) or scripted:FILE.json (default: DEEPAGENT_LM)")
+    bench.add_argument("suite", help="the suite: dabstep, dabench, oolong or sklearn (offline)")
+    bench.add_argument("--lm", help="model id (openai/gpt-4o-mini), local (the bundled model; local:PATH.gguf for another), or scripted:FILE.json (default: DEEPAGENT_LM)")
+    bench.add_argument("--lm-option", dest="lm_options", action="append", default=[], metavar="KEY=VALUE",
+                       help="an option of a model-id LM, repeatable: timeout=600, max_tokens=4000, api_base=URL")
     bench.add_argument("--limit", type=positive(int), help="run only the first N tasks")
-    bench.add_argument("--baselines", default="", help="comma-separated, beside the deep agent: cot,react,deepagents")
+    bench.add_argument("--baselines", default="", help="comma-separated, beside the deep agent: cot,react,rlm,deepagents")
     bench.add_argument("--threads", type=positive(int), default=4, help="tasks run at once (default 4)")
     bench.add_argument("--out", default="bench-results", help="directory for the Markdown, JSON and answers")
     bench.add_argument("--cache-dir", dest="cache_dir",
@@ -131,4 +138,6 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
     bench.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
                        help="only tasks whose KEY is VALUE (level=hard, dataset=trec_coarse); repeatable")
     bench.add_argument("--max-iters", dest="max_iters", type=positive(int), default=20, help="most code steps per task")
+    bench.add_argument("--max-depth", dest="max_depth", type=non_negative, default=0,
+                       help="how deep the deep agent's sub-agents may nest (default 0: none; 1 lets it delegate)")
     bench.add_argument("--quiet", action="store_true", help="no progress on stderr")

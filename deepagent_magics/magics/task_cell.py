@@ -15,8 +15,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
-from IPython.display import Markdown, display
-from traitlets import Bool, Enum, Float, Int, List, Unicode
+from traitlets import Bool, Dict, Enum, Float, Int, List, Unicode, observe
 
 from ..core.loop.agent import DeepAgent
 from ..core.model.compaction import DEFAULT_COMPACT_AT
@@ -24,7 +23,7 @@ from ..core.model.lm import NoLMError, lm_label, make_lm, resolve_lm
 from ..core.loop.profiles import UnknownProfile, available_profiles
 from ..core.run.run import Run
 from ..core.run.session import NamespaceBusy
-from ..display import show_run
+from ..display import show_result, show_run
 from ..tuning import programs
 from . import agents, control, followup, gateway_settings, spend_caps
 from .arguments import (
@@ -35,6 +34,7 @@ from .arguments import (
     check_subagent_settings,
     check_workspace,
     interpolate,
+    lm_option_values,
     make_workspace,
     one_line,
     parse_flags,
@@ -70,8 +70,13 @@ class DeepAgentMagics(Magics):
     kernel_name = Unicode(None, allow_none=True, help="Kernel spec for sub-agents (default: this Python).").tag(config=True)
     SETTINGS += ("max_depth", "max_subagents", "subagent_max_iters", "subagent_timeout", "max_parallel", "pool_size", "kernel_name")
     gateway_url = Unicode(None, allow_none=True, help="Jupyter gateway for sub-agent kernels (default: JUPYTER_GATEWAY_URL, else this machine).").tag(config=True)
-    gateway_token = Unicode(None, allow_none=True, help="The gateway's auth token (default: JUPYTER_GATEWAY_AUTH_TOKEN).").tag(config=True)
-    SETTINGS += ("gateway_url", "gateway_token")
+    gateway_token = Unicode(None, allow_none=True, help="The gateway's auth token (default: JUPYTER_GATEWAY_AUTH_TOKEN); prefer gateway_token_env.").tag(config=True)
+    gateway_token_env = Unicode(None, allow_none=True, help="The environment variable holding the gateway's auth token.").tag(config=True)
+    SETTINGS += ("gateway_url", "gateway_token", "gateway_token_env")
+
+    @observe("gateway_token")
+    def _token_typed(self, change: Any) -> None:  # however it was set (a flag, %config): a secret, out of In
+        gateway_settings.forget(self.shell, change["new"])
 
     # Follow-up cells (followup.py): continue the last conversation by default; the user's cells shown.
     continue_default = Bool(False, help="A plain cell continues the last conversation (--new starts one).").tag(config=True)
@@ -83,7 +88,8 @@ class DeepAgentMagics(Magics):
     SETTINGS += ("mcp_servers",)
     tools = List(Unicode(), help="Notebook functions offered to every agent as tools (names; agents.py).").tag(config=True)
     skills_dir = Unicode(None, allow_none=True, help="User-wide skills folder (default: DEEPAGENT_SKILLS_DIR, else ~/.deepagent/skills).").tag(config=True)
-    SETTINGS += ("tools", "skills_dir")
+    subagent_skills = Bool(False, help="Sub-agents may write skills (<workspace>/skills/); by default only you and root runs do.").tag(config=True)
+    SETTINGS += ("tools", "skills_dir", "subagent_skills")
 
     # Spend caps (core/policy/spend.py): the whole tree of a run, root and sub-agents together; None: no cap.
     max_cost = Float(None, allow_none=True, help="Most USD one run (its whole tree) may spend on LM calls.").tag(config=True)
@@ -99,6 +105,8 @@ class DeepAgentMagics(Magics):
 
     stream = Bool(True, help="Show each step's reasoning and code while the model writes them (docs/streaming.md).").tag(config=True)
     SETTINGS += ("stream",)
+    lm_options = Dict(help="Options of an LM named by a model id: dspy.LM(id, **lm_options), e.g. timeout, max_tokens.").tag(config=True)
+    SETTINGS += ("lm_options",)
 
     def __init__(self, shell=None, **kwargs: Any):
         super().__init__(shell=shell, **kwargs)
@@ -191,7 +199,7 @@ class DeepAgentMagics(Magics):
             print(f"deepagent: restored your variables {names}; the agent's values are in _deepagent_run.reverted")
         control.summarize(run)
         if run.result is not None and not getattr(view, "shows_result", False) and run.status != "stopped":
-            display(Markdown(str(run.result)))
+            show_result(run.result)
 
     def build_agent(self, args: Any) -> DeepAgent:
         """A `DeepAgent` from the cell's flags over the configured defaults; a bad value is a UsageError."""
@@ -211,8 +219,8 @@ class DeepAgentMagics(Magics):
         tools = agents.notebook_tools(settings["tools"], namespace)
         as_type = agents.root_settings(self, settings["profile"], namespace, settings["max_depth"], tools)
         try:
-            lm = resolve_lm(settings["lm"], namespace=namespace)
-            sub_lm = make_lm(settings["sub_lm"], namespace)
+            lm = resolve_lm(settings["lm"], namespace=namespace, options=settings["lm_options"])
+            sub_lm = make_lm(settings["sub_lm"], namespace, settings["lm_options"])
             agent = DeepAgent(
                 lm=lm,
                 sub_lm=sub_lm,
@@ -239,6 +247,7 @@ class DeepAgentMagics(Magics):
             agent = programs.apply(agent)  # the profile's tuned program, if one is active
             agent.compact_at = settings["compact_at"]
             agent.skills_dir = settings["skills_dir"]
+            agent.subagent_skills = settings["subagent_skills"]
             agent.stream = settings["stream"]
             return agent
         except (NoLMError, UnknownProfile, ValueError, TypeError, OSError) as exc:
@@ -263,13 +272,16 @@ class DeepAgentMagics(Magics):
     @argument("--pool-size", dest="pool_size", type=int, help="sub-agent kernels kept ready")
     @argument("--kernel-name", dest="kernel_name", help="kernel spec for sub-agents")
     @argument("--gateway-url", dest="gateway_url", help="Jupyter gateway to start sub-agent kernels on ('off': this machine)")
-    @argument("--gateway-token", dest="gateway_token", help="the gateway's auth token")
+    @argument("--gateway-token", dest="gateway_token", help="the gateway's auth token (prefer --gateway-token-env)")
+    @argument("--gateway-token-env", dest="gateway_token_env", metavar="VAR",
+              help="the environment variable holding the gateway's token ('off': none)")
     @argument("--continue", dest="continue_default", choices=["on", "off"], help="plain cells continue the conversation")
     @argument("--cells", type=int, help="how many recent cells the agent sees")
     @argument("--compact-at", dest="compact_at", type=followup.compact_at, help="tokens or a fraction of the window; off")
     @argument("--mcp", dest="mcp_servers", action="append", help="MCP server (command line or URL); repeat for more; 'off' for none")
     @argument("--tools", help="notebook functions every agent gets as tools: f,g ('off': none)")
     @argument("--skills-dir", dest="skills_dir", help="user-wide skills folder ('off': the default)")
+    @argument("--subagent-skills", dest="subagent_skills", choices=["on", "off"], help="sub-agents may write skills/")
     @argument("--max-cost", dest="max_cost", metavar="USD", help="spend cap in USD for each run's tree ('off': none)")
     @argument("--max-tokens", dest="max_tokens", metavar="N", help="token cap for each run's tree ('off': none)")
     @argument("--max-time", dest="max_time", metavar="SECONDS", help="time cap in seconds for each run ('off': none)")
@@ -277,13 +289,16 @@ class DeepAgentMagics(Magics):
     @argument("--approve-rules", dest="approve_rules", help="risk rules for --approve risky ('' for all)")
     @argument("--undo-limit", dest="undo_limit", type=float, help="MB: biggest object copied so undo can restore it")
     @argument("--stream", choices=["on", "off"], help="show steps while the model writes them")
+    @argument("--lm-option", dest="lm_options", action="append", metavar="KEY=VALUE",
+              help="an option of a model-id LM: timeout=600, max_tokens=4000 (repeatable; 'off': none)")
     @argument("--reset", action="store_true", help="restore every default")
     @line_magic
     def deepagent_config(self, line: str) -> None:
         """Show the deep agent defaults, or set them."""
+        gateway_settings.forget_typed_flags(self.shell, line)  # first: a mistake below must not leave a token in In
         args = parse_flags(self.deepagent_config, line)
         updates = {name: getattr(args, name) for name in self.SETTINGS if getattr(args, name, None) is not None}
-        for name in ("quiet", "continue_default", "stream"):
+        for name in ("quiet", "continue_default", "stream", "subagent_skills"):
             if name in updates:
                 updates[name] = updates[name] == "on"
         if updates.get("cells", 0) < 0:
@@ -293,15 +308,23 @@ class DeepAgentMagics(Magics):
         check_seconds("--timeout", updates.get("timeout"))
         check_subagent_settings(updates)
         updates.update(spend_caps.checked(updates, unset_with_off=True))
-        gateway_settings.check_gateway(updates, self.gateway_url, self.gateway_token)
+        if "gateway_token_env" in updates:  # one source of the token at a time
+            updates["gateway_token_env"] = gateway_settings.token_from_environment(updates["gateway_token_env"])
+            updates.setdefault("gateway_token", None)
+        elif "gateway_token" in updates:
+            updates["gateway_token_env"] = None
+        gateway_settings.check_gateway(updates, self.gateway_url, gateway_settings.token_in_effect(
+            updates.get("gateway_token", self.gateway_token), updates.get("gateway_token_env", self.gateway_token_env)))
         if "workspace" in updates:
             updates["workspace"] = check_workspace(updates["workspace"])
         if "profile" in updates and updates["profile"] not in available_profiles() + list(self.agent_types):
             raise UsageError(f"unknown profile {updates['profile']!r}; choose one of: {', '.join(available_profiles())}")
+        if "lm_options" in updates:
+            updates["lm_options"] = lm_option_values(updates["lm_options"], {} if args.reset else self.lm_options)
         for name in ("lm", "sub_lm"):
             if name in updates:
                 try:
-                    make_lm(updates[name], self.shell.user_ns)
+                    make_lm(updates[name], self.shell.user_ns, updates.get("lm_options", self.lm_options))
                 except (ValueError, TypeError) as exc:
                     raise UsageError(one_line(exc)) from None
         if "mcp_servers" in updates:
@@ -324,11 +347,14 @@ class DeepAgentMagics(Magics):
         from ..interpreters.pool import default_pool
 
         gateway = gateway_settings.make_gateway(gateway_settings.gateway_url(settings["gateway_url"]),
-                                                settings["gateway_token"])
+                                                self.gateway_token_in_effect())
         pool = default_pool(settings["pool_size"], settings["kernel_name"] or None, gateway=gateway)
         if settings["max_depth"] > 0:
             pool.warm()
         return pool
+
+    def gateway_token_in_effect(self) -> str | None:
+        return gateway_settings.token_in_effect(self.gateway_token, self.gateway_token_env)
 
     def describe_config(self) -> str:
         rows = []

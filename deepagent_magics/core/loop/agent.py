@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable
 import dspy
 
 from ..policy import approval
-from . import extensions
+from . import extensions as _extensions
 from ..model import step_streaming as streaming
 from ..run import conversations as threads
 from ..model.compaction import DEFAULT_COMPACT_AT
@@ -26,7 +26,8 @@ from .ending import end_early
 from ..model.failures import made_up, reason
 from ..model.lm import lm_label, resolve_lm
 from .variables import summarize_namespace
-from .pipeline import HISTORY_SIZE, UsageSink, observe_steps
+from ..model.usage_sink import HISTORY_SIZE, UsageSink
+from .pipeline import observe_steps
 from .profiles import instructions_hash, load_profile
 from ..model.retries import RetryPolicy, with_retries
 from ..run.run import Listener, Run
@@ -87,6 +88,8 @@ class DeepAgent(dspy.Module):
             (``"-network"`` off, ``"none,subagents"`` only that one), or a dict {rule: bool}.
         undo_limit: the biggest of the user's objects (bytes) a run copies before changing it in
             place, so that ``%deepagent_undo`` can restore it (``interpreters/provenance.py``); 0: none.
+        extensions: what the rooms above the core give this agent (its tools, REPL, run hooks, prompt
+            providers: `core.loop.extensions.Extensions`); default: the package's standard set.
     """
 
     ask: Any = approval.STDIN  # how approval asks: the kernel's stdin; None: no one to ask (%deepagent_eval)
@@ -94,6 +97,7 @@ class DeepAgent(dspy.Module):
     record_runs = True  # write each root run to <workspace>/.deepagent/runs/<id>.json (records/)
     compact_at: float | int | None = DEFAULT_COMPACT_AT  # tokens, or a fraction of the context window (compaction.py)
     skills_dir: str | None = None  # the user-wide skills folder (skills.py; default: DEEPAGENT_SKILLS_DIR, ~/.deepagent/skills)
+    subagent_skills = False  # sub-agents may write <workspace>/skills/ too (tools/files.py); by default only the root
     stream = True  # show each step's reasoning and code while the model writes them (streaming.py)
     retry_policy: RetryPolicy | None = RetryPolicy()  # provider faults: retries and waits (retries.py; None: DSPy's)
 
@@ -125,8 +129,10 @@ class DeepAgent(dspy.Module):
         approve: Any = "never",
         approve_rules: Any = None,
         undo_limit: int = 10_000_000,
+        extensions: Any = None,
     ):
         super().__init__()
+        self.extensions = extensions if extensions is not None else _extensions.default()
         self.subagents = check_types(subagents)
         caps = check_caps(max_cost=max_cost, max_tokens=max_tokens, max_time=max_time)
         self.max_cost, self.max_tokens, self.max_time = caps["max_cost"], caps["max_tokens"], caps["max_time"]
@@ -149,7 +155,7 @@ class DeepAgent(dspy.Module):
         self.approve_rules = approval.parse_rules(approve_rules)
         self.undo_limit = undo_limit  # bytes: the user's objects up to this size are copied so undo can restore them
         self.extra_tools = list(tools)
-        self.extra_tools += extensions.server_tools(self.mcp_servers, taken={t.__name__ for t in self.builtin_tools()
+        self.extra_tools += self.extensions.server_tools(self.mcp_servers, taken={t.__name__ for t in self.builtin_tools()
                                                                             + self.extra_tools})
         if instructions is None:
             instructions = load_profile(profile).instructions(depth=depth, max_depth=max_depth)
@@ -164,13 +170,13 @@ class DeepAgent(dspy.Module):
 
     # ------------------------------------------------------------ extension points
     def builtin_tools(self) -> list[Callable[..., Any]]:
-        """The tools every agent gets (registered in `extensions`: todos, files, delegation)."""
-        return extensions.builtin_tools()
+        """The tools this agent's extensions give it (the standard set: todos, files, delegation, ...)."""
+        return self.extensions.builtin_tools()
 
     def interpreter_factory(self, session: Session | None = None, namespace: dict | None = None,
                             shell: Any = None) -> Callable[[], Any]:
         """The REPL of this agent's runs: the live namespace for a root agent (a sub-agent overrides it)."""
-        return extensions.root_interpreter(self, session, namespace, shell)
+        return self.extensions.root_interpreter(self, session, namespace, shell)
 
     # ------------------------------------------------------------ reading
     @property
@@ -274,14 +280,14 @@ class DeepAgent(dspy.Module):
         run.config["workspace"] = str(root)
         session = Session(run, Workspace(root, on_write=run.record_file), agent=self)
         context = threads.join(run, thread, namespace, context, root)  # a follow-up: the earlier turns first
-        for hook in extensions.run_hooks():  # e.g. the run record (records/)
+        for hook in list(self.extensions.run_hooks):  # e.g. the run record (records/)
             hook(self, run, {"lm": lm, "sub_lm": sub_lm})
         self.rlm.max_iters = self.max_iters
         self.rlm.max_llm_calls = self.max_llm_calls
         self.rlm.sub_lm = sub_lm
         run.prompt_hash = self.prompt_hash
         run.max_iters = self.max_iters
-        context = extensions.extra_context(self, task, namespace, root, context)  # memories, earlier turns
+        context = self.extensions.extra_context(self, task, namespace, root, context)  # memories, earlier turns
         tool_names = {tool.__name__ for tool in self.builtin_tools() + self.extra_tools}
         summary = summarize_namespace(namespace, exclude=tool_names | {"SUBMIT"})
 
@@ -335,7 +341,7 @@ class DeepAgent(dspy.Module):
         """This run's interpreter factory, its prompt guidance followed by the instruction providers' text
         (the sub-agent types, the skills: `extensions`); RLM puts it in the action prompt of this run."""
         factory = self.interpreter_factory(session, namespace, shell)
-        extra = extensions.extra_instructions(self, root)
+        extra = self.extensions.extra_instructions(self, root)
         if extra and isinstance(getattr(factory, "execution_instructions", None), str):
             factory.execution_instructions += "\n\n" + extra
         return factory

@@ -40,11 +40,12 @@ from typing import Any
 from ..run.secrets import scrub
 from .risk import Risk, analyse, parse_rules
 from ..run.stopping import StopRun
+from ..run.run_tree import tree_of
+from ..run.event_kinds import APPROVAL
 from .approval_text import NO_STDIN, label, no_stdin_line, one_line, prompt, question, refusal, short
 
 POLICIES = ("never", "risky", "always")
 STDIN = "stdin"  # ask with the `input` found when the run starts
-APPROVAL = "approval"  # the event kind; data: the decision's record
 RELAY_POLL = 0.05  # seconds between a sub-agent's looks at its question while it waits
 RELAY_WAIT = 1.0  # seconds before a question the run's own thread has not taken up is asked by its sub-agent
 MAX_ANSWERS = 20  # unreadable answers before the block is refused (an `input` that never says y/n/a/q)
@@ -310,9 +311,6 @@ class Approver:
 
 
 # ------------------------------------------------------------ the approver of a run tree
-_approvers: weakref.WeakKeyDictionary[Any, Approver] = weakref.WeakKeyDictionary()
-
-
 def stdin_asker() -> Callable[[str], str] | None:
     """The ``input`` to ask with, taken now (agent code that replaces ``builtins.input`` later changes
     nothing); None when a plain process's stdin is not a terminal."""
@@ -336,17 +334,14 @@ def waited(run: Any, now: float | None = None) -> float:
 
 
 def attach(run: Any, approver: Approver) -> None:
-    _approvers[run] = approver
+    """Make ``approver`` the one of ``run``'s tree (the root run attaches it)."""
+    run.tree.approver = approver
 
 
 def approver_of(run: Any) -> Approver | None:
-    """The approver of ``run``'s tree (its root's)."""
-    while run is not None:
-        approver = _approvers.get(run)
-        if approver is not None:
-            return approver
-        run = run.parent
-    return None
+    """The approver of ``run``'s tree (None: nothing needs approval)."""
+    tree = tree_of(run)
+    return tree.approver if tree is not None else None
 
 
 def serve(run: Any) -> None:

@@ -42,6 +42,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from ..run.run_tree import tree_of
+
 log = logging.getLogger(__name__)
 
 CAPS = ("max_cost", "max_tokens", "max_time")
@@ -276,10 +278,9 @@ def reported_cost(cost: Any) -> float | None:
 
 
 def budget_of(run: Any) -> SpendBudget | None:
-    """The spend budget of ``run``'s tree: its root run's (None: no caps)."""
-    while run is not None and getattr(run, "parent", None) is not None:
-        run = run.parent
-    return getattr(run, "spend", None)
+    """The spend budget of ``run``'s tree (None: no caps)."""
+    tree = tree_of(run)
+    return tree.spend if tree is not None else None
 
 
 def budget_of_session(session: Any) -> SpendBudget | None:

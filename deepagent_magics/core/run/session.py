@@ -28,7 +28,8 @@ class Session:
     run: Run
     workspace: Workspace
     agent: Any = None  # the `DeepAgent` running it (core.loop.agent: a room above this one)
-    extras: dict[str, Any] = field(default_factory=dict)
+    compactor: Any = None  # model.compaction: made on the first step (False: compaction is off)
+    last_inputs: dict[str, Any] | None = None  # loop.ending: the newest step's inputs, for a final answer
     # Set when the run ends early (stopped, a cap, an interrupt, a failure: `DeepAgent._run`) or its kernel is
     # stopped (a sub-agent past its time limit): long tool walks the agent left running check it and stop.
     cancelled: threading.Event = field(default_factory=threading.Event)

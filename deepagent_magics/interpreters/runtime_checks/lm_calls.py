@@ -20,7 +20,7 @@ from typing import Any, Iterator
 import dspy
 from dspy.clients.base_lm import BaseLM
 
-from ...core.loop.pipeline import UsageSink
+from ...core.model.usage_sink import UsageSink
 from ...core.policy import spend
 from ..guards import Patches
 from .hook import which_run
