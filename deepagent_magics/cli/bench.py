@@ -13,16 +13,10 @@ import argparse
 import sys
 
 from ..core.model.lm import NoLMError, resolve_lm
-from ..tuning.bench import (
-    BenchError,
-    SuiteUnavailable,
-    UnknownSuite,
-    check_arguments,
-    parse_where,
-    run_suite,
-)
+from ..errors import UserError
+from ..tuning.bench import check_arguments, parse_where, run_suite
 from ..tuning.progress import TextProgress
-from .models import ModelError, default_model, model_from_spec
+from .models import default_model, model_from_spec
 from .parser import UsageProblem
 
 
@@ -33,10 +27,10 @@ def run_bench(args: argparse.Namespace) -> int:
         check_arguments(args.suite, args.limit, args.baselines, args.threads)
         where = parse_where(args.where)
         lm = resolve_lm(model_from_spec(args.lm) or default_model())
-    except (UnknownSuite, BenchError, ModelError) as exc:
-        raise UsageProblem(str(exc)) from None
     except NoLMError:
         raise UsageProblem("no model: pass --lm openai/gpt-4o-mini (or scripted:FILE.json), or set DEEPAGENT_LM") from None
+    except UserError:  # an unknown suite, a bad argument or model id: main shows its one line
+        raise
     except ValueError as exc:
         raise UsageProblem(str(exc).splitlines()[0]) from None
     progress = TextProgress(f"bench {args.suite}", stream=_Null() if args.quiet else sys.stderr)
@@ -45,8 +39,8 @@ def run_bench(args: argparse.Namespace) -> int:
         report = run_suite(args.suite, lm, limit=args.limit, baselines=args.baselines, threads=args.threads,
                            out=args.out, cache_dir=args.cache_dir, split=args.split, agent=agent, progress=progress,
                            where=where)
-    except (SuiteUnavailable, BenchError) as exc:
-        raise UsageProblem(str(exc)) from None
+    except UserError:  # a suite that cannot be had: main shows its one line
+        raise
     except OSError as exc:
         raise UsageProblem(f"--out {args.out}: {exc.strerror or exc}") from None
     print(report.to_markdown(), end="")

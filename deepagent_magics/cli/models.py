@@ -16,12 +16,13 @@ from typing import Any
 
 import dspy
 
+from ..errors import UserError
 from ..testing import ScriptedLM
 
 SCRIPTED = "scripted:"
 
 
-class ModelError(ValueError):
+class ModelError(UserError, ValueError):
     """A model name the command line cannot use; the message is one line."""
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import DeepAgentSignal, UserError
 from ..core.run.secrets import Redactor, is_secret_name, secret_values
 
 FORMAT = 1
@@ -39,7 +40,7 @@ SECRET_ASSIGNMENT = re.compile(r"""(?i)(\b\w*(?:key|token|secret|password|passwd
 SUBMIT_STUB = "def SUBMIT(*args, **kwargs):\n    raise _ReplayDone()\n"
 
 
-class CheckpointError(ValueError):
+class CheckpointError(UserError, ValueError):
     """A checkpoint cannot be saved or read; the message is one line saying what to do."""
 
 
@@ -228,8 +229,8 @@ def _load_variable(folder: Path, entry: dict[str, Any]) -> Any:
         return cloudpickle.load(handle)
 
 
-class _ReplayDone(Exception):
-    pass
+class _ReplayDone(DeepAgentSignal, Exception):
+    """The replayed code called SUBMIT: its run is done (an Exception too, as it always was)."""
 
 
 def _replay(runs: list[dict[str, Any]], namespace: dict[str, Any], wanted: set[str]) -> dict[str, Any]:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..errors import UserError
 
-class NoSuchStep(ValueError):
+
+class NoSuchStep(UserError, ValueError):
     """A step number outside the run's steps; the message names the range."""
 
 

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 import dspy
 
+from ...errors import InvalidType, InvalidValue, UserError
 from ..run.secrets import register_lm_secrets
 
 NO_LM_MESSAGE = (
@@ -21,7 +22,7 @@ NO_LM_MESSAGE = (
 )
 
 
-class NoLMError(RuntimeError):
+class NoLMError(UserError, RuntimeError):
     """No LM could be found; the message says how to set one."""
 
 
@@ -30,11 +31,11 @@ def make_lm(spec: Any, namespace: Mapping[str, Any] | None = None) -> Any:
     if spec is None or isinstance(spec, dspy.BaseLM):
         return spec
     if not isinstance(spec, str):
-        raise TypeError(f"an LM must be a dspy LM or a model id string, not {type(spec).__name__}")
+        raise InvalidType(f"an LM must be a dspy LM or a model id string, not {type(spec).__name__}")
     if namespace is not None and isinstance(namespace.get(spec), dspy.BaseLM):
         return namespace[spec]
     if "/" not in spec:
-        raise ValueError(f"{spec!r} is not a model id like 'openai/gpt-4o-mini' nor a notebook variable holding an LM")
+        raise InvalidValue(f"{spec!r} is not a model id like 'openai/gpt-4o-mini' nor a notebook variable holding an LM")
     return dspy.LM(spec)
 
 

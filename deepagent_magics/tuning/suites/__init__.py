@@ -10,6 +10,7 @@ Each suite scores with its own published rule. `tuning.bench` runs them; docs/qu
 
 from __future__ import annotations
 
+from ...errors import UserError
 from .suite import Suite, Task
 from .dabench import DABench
 from .dabstep import DABstep
@@ -19,7 +20,7 @@ from .oolong import Oolong
 SUITES: dict[str, Suite] = {suite.name: suite for suite in (DABstep(), DABench(), Oolong())}
 
 
-class UnknownSuite(ValueError):
+class UnknownSuite(UserError, ValueError):
     """No suite by that name; the message lists the suites."""
 
 

@@ -1,0 +1,243 @@
+"""Every setting of a run, declared once: its name, type, default, bounds, help, and the front doors it applies at.
+
+Each front door builds its own form from `SETTINGS`: the traitlets, the ``%%deepagent`` flags and the
+``%deepagent_config`` flags of the magics (``magics/setting_flags.py``), the ``deepagent run`` flags
+(``cli/parser.py``), the run API's request fields (``server/launch.py``), and `DeepAgent`'s keywords
+and run record (``core/loop/agent.py``). A new setting is one entry here; the code that uses its
+value reads it by name (``agent.max_subagents``). What a door checks beyond type and bounds (a
+workspace that can be a folder, a model id, a kernel spec that exists) stays at that door.
+
+Plain data and plain checks: this module imports nothing of the package and no front door (no
+IPython, traitlets or argparse), so every room may import it. A bad value is an `InvalidValue`
+(``errors.py``), which each door shows as its one-line mistake.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+from .errors import InvalidValue
+
+# The front doors, and where a setting applies.
+CELL = "cell"  # a %%deepagent flag, for one cell
+CONFIG = "config"  # a %deepagent_config flag and a DeepAgentMagics traitlet: the notebook's default
+CLI = "cli"  # a `deepagent run` flag
+SERVER = "server"  # a field of a run API request (POST /deepagent/api/runs), passed on as the cell's flag
+AGENT = "agent"  # a keyword of DeepAgent, and an attribute of the agent the code that uses it reads
+DOORS = (CELL, CONFIG, CLI, SERVER, AGENT)
+EVERYWHERE = frozenset(DOORS)
+MAGICS = frozenset({CELL, CONFIG})
+
+MAX_SECONDS = 7 * 24 * 3600.0  # a week: a longer time limit is a mistake, and timers overflow far beyond it
+MAX_POOL = 64  # ready sub-agent kernels: each is a started process (~100 MB); more kept idle is a typo
+MAX_UNDO_MB = 100_000.0
+
+
+def compact_at(text: Any) -> float:
+    """``--compact-at``: ``off`` (0), a fraction of the context window (0 < x <= 1), or tokens (> 1)."""
+    value = str(text).strip().lower()
+    if value in ("off", "none", "0"):
+        return 0.0
+    try:
+        number = float(value.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise InvalidValue(f"{text!r} is not tokens, a fraction of the context window, or off") from None
+    if not number > 0 or number != number or number == float("inf"):
+        raise InvalidValue(f"{text!r} must be more than 0 (or off)")
+    return number
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting. ``at`` holds what one door says differently (``{CLI: {"default": 0}}``)."""
+
+    name: str  # the Python name: DeepAgent's keyword and attribute, the traitlet, the request field
+    kind: type  # int, float, str, bool or list (of str); a default of None means None is a value too
+    default: Any
+    help: str  # what it means, in one line: every door shows it
+    doors: frozenset[str]
+    flag: str = ""  # default: --name-with-dashes
+    minimum: float | None = None
+    maximum: float | None = None
+    above: bool = False  # the value must be more than `minimum`, not equal to it
+    unit: str = ""  # how a bounded number reads in a message: "seconds", "megabytes"
+    choices: tuple[str, ...] = ()
+    read: Callable[[str], Any] | None = None  # a flag's text -> the value (default: `kind`); InvalidValue if bad
+    repeat: bool = False  # a list given by repeating the flag (--mcp A --mcp B), not as one "a,b" text
+    metavar: str | None = None
+    off: str = ""  # what %deepagent_config --flag off means, where only that door takes 'off'
+    recorded: bool = False  # in the run record's config (`DeepAgent.config()`)
+    agent_scale: int = 1  # DeepAgent takes value * agent_scale (undo_limit: megabytes at the doors, bytes inside)
+    at: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.flag:
+            object.__setattr__(self, "flag", "--" + self.name.replace("_", "-"))
+
+    def where(self, door: str, key: str) -> Any:
+        """This setting's ``key`` (default, help, choices) as ``door`` has it."""
+        return self.at.get(door, {}).get(key, getattr(self, key))
+
+    @property
+    def bounded(self) -> bool:
+        return self.minimum is not None or self.maximum is not None
+
+    def bound(self) -> str:
+        """What a value must be, as a message says it: "positive", "0 or more", "a number of seconds ..."."""
+        low, high = self.minimum, self.maximum
+        if high is None:
+            return ("positive" if self.above else "0 or more") if low == 0 else f"{'above' if self.above else 'at least'} {low:g}"
+        what = f"a number of {self.unit}" if self.unit else ("a whole number" if self.kind is int else "a number")
+        return f"{what} above {low:g} and at most {high:g}" if self.above else f"{what} from {low:g} to {high:g}"
+
+    def check(self, value: Any, label: str | None = None) -> Any:
+        """``value`` if it is within the bounds (None passes: not set); else an `InvalidValue` naming ``label``
+        (default: the flag; "": nothing)."""
+        if value is None or not self.bounded:
+            return value
+        number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        ok = number is not None and (self.kind is int or math.isfinite(number))
+        ok = ok and (self.minimum is None or (number > self.minimum if self.above else number >= self.minimum))
+        ok = ok and (self.maximum is None or number <= self.maximum)
+        if not ok:
+            label = self.flag if label is None else label
+            raise InvalidValue(f"{label + ' ' if label else ''}must be {self.bound()}, got {value}")
+        return value
+
+    def parse(self, text: str) -> Any:
+        """A flag's text as this setting's value (bounds not checked: `check` does that)."""
+        if self.read is not None:
+            return self.read(text)
+        if self.kind in (int, float):
+            try:
+                return self.kind(text)
+            except ValueError:
+                raise InvalidValue(f"{text!r} is not a {'whole number' if self.kind is int else 'number'}") from None
+        return text
+
+    def to_agent(self, value: Any) -> Any:
+        """The value as `DeepAgent` takes it."""
+        return value if value is None or self.agent_scale == 1 else int(value * self.agent_scale)
+
+
+def _settings(*entries: Setting) -> dict[str, Setting]:
+    return {entry.name: entry for entry in entries}
+
+
+def setting(name: str, kind: type, default: Any, help: str, doors: Iterable[str], **more: Any) -> Setting:
+    return Setting(name, kind, default, help, frozenset(doors), **more)
+
+
+SECONDS = dict(minimum=0, maximum=MAX_SECONDS, above=True, unit="seconds")
+POSITIVE = dict(minimum=0, above=True)
+
+# In the order %deepagent_config lists them.
+SETTINGS = _settings(
+    setting("lm", str, None, "the LM: a model id (openai/gpt-4o-mini) or a notebook variable holding an LM",
+      EVERYWHERE, recorded=True,
+      at={CLI: {"help": "model id (openai/gpt-4o-mini) or scripted:FILE.json (default: DEEPAGENT_LM)"}}),
+    setting("sub_lm", str, None, "the LM behind llm_query (default: the main LM)", EVERYWHERE, recorded=True),
+    setting("workspace", str, ".", "directory the file tools are rooted at and the run records kept in",
+      {CELL, CONFIG, CLI, AGENT}, recorded=True),
+    setting("max_iters", int, 20, "most code steps per run", EVERYWHERE, recorded=True, **POSITIVE),
+    setting("max_llm_calls", int, 50, "most llm_query calls per run", EVERYWHERE, recorded=True, **POSITIVE),
+    setting("profile", str, "default", "prompt profile: a file in core/loop/prompts (in a notebook, also a %%deepagent_agent type)",
+      EVERYWHERE, recorded=True),
+    setting("timeout", float, 120.0, "seconds one code block may run before it is stopped", EVERYWHERE, recorded=True,
+      **SECONDS),
+    setting("quiet", bool, False, "show only the result, not the live progress", {CELL, CONFIG, CLI},
+      at={CLI: {"help": "no progress on stderr"}}),
+    setting("display_mode", str, "auto", "live display: widgets in a notebook, text in a terminal (auto), or forced",
+      MAGICS, flag="--display", choices=("auto", "widgets", "text")),
+    setting("max_depth", int, 2, "how deep sub-agents may nest (0: no delegation)", EVERYWHERE, recorded=True, minimum=0),
+    setting("max_subagents", int, 16, "most sub-agents one run (its whole tree) may start", EVERYWHERE, recorded=True,
+      **POSITIVE),
+    setting("subagent_max_iters", int, 10, "most code steps per sub-agent", EVERYWHERE, recorded=True, **POSITIVE),
+    setting("subagent_timeout", float, 600.0, "seconds a sub-agent may run before its kernel is stopped", EVERYWHERE,
+      recorded=True, **SECONDS),
+    setting("max_parallel", int, 4, "most sub-agents one delegate_batched runs at the same time", EVERYWHERE,
+      recorded=True, **POSITIVE),
+    setting("pool_size", int, 2, "sub-agent kernels kept started ahead of need (0: start each on demand)", {CONFIG, CLI},
+      minimum=0, maximum=MAX_POOL, at={CLI: {"default": 0}}),
+    setting("kernel_name", str, None, "kernel spec for sub-agents (default: this Python)", {CONFIG, CLI}),
+    setting("gateway_url", str, None, "Jupyter gateway to start sub-agent kernels on (default: JUPYTER_GATEWAY_URL, "
+      "else this machine)", {CONFIG, CLI}, off="this machine"),
+    setting("gateway_token", str, None, "the gateway's auth token (default: JUPYTER_GATEWAY_AUTH_TOKEN)", {CONFIG, CLI}),
+    setting("continue_default", bool, False, "a plain cell continues the last conversation (--new starts one)", {CONFIG},
+      flag="--continue"),
+    setting("cells", int, 5, "how many of your recent input cells the agent sees (0: none)", MAGICS, minimum=0),
+    setting("compact_at", float, 0.5, "compact the REPL history in the prompt past this: tokens, or a fraction "
+      "(<= 1) of the context window; off: never", {CELL, CONFIG, AGENT}, read=compact_at),
+    setting("mcp_servers", list, [], "MCP server whose tools agents get: a command line (stdio) or an http(s) URL; "
+      "repeat for more; 'off': none", {CONFIG, AGENT}, flag="--mcp", repeat=True),
+    setting("tools", list, [], "notebook functions offered to every agent as tools: f,g ('off': none)", MAGICS, read=str),
+    setting("skills_dir", str, None, "user-wide skills folder (default: DEEPAGENT_SKILLS_DIR, else ~/.deepagent/skills; "
+      "'off': the default)", {CONFIG, AGENT}),
+    setting("max_cost", float, None, "most USD one run (its whole tree) may spend on LM calls",
+      {CELL, CONFIG, AGENT}, read=str, metavar="USD", recorded=True, off="no cap"),
+    setting("max_tokens", int, None, "most LM tokens one run (its whole tree) may spend",
+      {CELL, CONFIG, AGENT}, read=str, metavar="N", recorded=True, off="no cap"),
+    setting("max_time", float, None, "most seconds one run may take, waiting for approval not counted",
+      {CELL, CONFIG, AGENT}, read=str, metavar="SECONDS", recorded=True, off="no cap"),
+    setting("approve", str, "never", "approval policy: never, risky, always, or a notebook function (proposal) -> decision",
+      {CELL, CONFIG, CLI, AGENT}, recorded=True,
+      at={CLI: {"choices": ("never",), "help": "when to ask before a tool call (only 'never' exists yet)"}}),
+    setting("approve_rules", str, "", "risk rules for --approve risky: '' for all, -name off, none,name only those",
+      {CELL, CONFIG, AGENT}),
+    setting("undo_limit", float, 10.0, "megabytes: the biggest of your objects a run copies before changing it in place, "
+      "so %deepagent_undo can restore it (0: none)", {CONFIG, AGENT}, minimum=0, maximum=MAX_UNDO_MB,
+      unit="megabytes", agent_scale=1_000_000,
+      at={AGENT: {"help": "bytes: the biggest of the user's objects a run copies before changing it in place (0: none)"}}),
+    setting("stream", bool, True, "show each step's reasoning and code while the model writes them", {CELL, CONFIG, AGENT}),
+)
+
+
+def at(door: str) -> list[Setting]:
+    """The settings that apply at ``door``, in table order."""
+    return [setting for setting in SETTINGS.values() if door in setting.doors]
+
+
+def check(values: Mapping[str, Any], label: Callable[[Setting], str] | None = None) -> None:
+    """Every value among ``values`` within its setting's bounds (an `InvalidValue` for the first that is not)."""
+    for name, value in values.items():
+        setting = SETTINGS.get(name)
+        if setting is not None:
+            setting.check(value, label(setting) if label else None)
+
+
+def agent_keywords(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The `DeepAgent` keywords among ``values`` (a door's settings by name), as the agent takes them."""
+    return {s.name: s.to_agent(values[s.name]) for s in at(AGENT) if s.name in values}
+
+
+def agent_settings(given: Mapping[str, Any], owner: str = "DeepAgent") -> dict[str, Any]:
+    """Every agent setting: the value given, else the default (a `TypeError` for a name that is none)."""
+    unknown = sorted(set(given) - {s.name for s in at(AGENT)})
+    if unknown:
+        raise TypeError(f"{owner}() got an unexpected keyword argument {unknown[0]!r}")
+    return {s.name: given[s.name] if s.name in given else _copy(s.to_agent(s.default)) for s in at(AGENT)}
+
+
+def _copy(value: Any) -> Any:
+    return list(value) if isinstance(value, list) else value
+
+
+def described(door: str, indent: str = "    ") -> str:
+    """One line per setting at ``door``: ``name: help (default)``, for a docstring."""
+    lines = []
+    for s in at(door):
+        default = s.to_agent(s.default) if door == AGENT else s.where(door, "default")
+        lines.append(f"{indent}{s.name}: {s.where(door, 'help')} (default: {default!r})")
+    return "\n".join(lines)
+
+
+def with_settings(function: Callable[..., Any], door: str) -> inspect.Signature:
+    """``function``'s signature with its ``**settings`` spelled out: one keyword per setting at ``door``."""
+    signature = inspect.signature(function)
+    params = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    params += [inspect.Parameter(s.name, inspect.Parameter.KEYWORD_ONLY, default=s.to_agent(s.default) if door == AGENT
+                                 else s.where(door, "default")) for s in at(door)]
+    return signature.replace(parameters=params)
