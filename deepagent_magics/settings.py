@@ -165,7 +165,11 @@ SETTINGS = _settings(
     setting("kernel_name", str, None, "kernel spec for sub-agents (default: this Python)", {CONFIG, CLI}),
     setting("gateway_url", str, None, "Jupyter gateway to start sub-agent kernels on (default: JUPYTER_GATEWAY_URL, "
       "else this machine)", {CONFIG, CLI}, off="this machine"),
-    setting("gateway_token", str, None, "the gateway's auth token (default: JUPYTER_GATEWAY_AUTH_TOKEN)", {CONFIG, CLI}),
+    setting("gateway_token", str, None, "the gateway's auth token (default: JUPYTER_GATEWAY_AUTH_TOKEN)", {CONFIG, CLI},
+            at={CONFIG: {"help": "the gateway's auth token (default: JUPYTER_GATEWAY_AUTH_TOKEN); prefer "
+                                 "--gateway-token-env"}}),
+    setting("gateway_token_env", str, None, "the environment variable holding the gateway's auth token", {CONFIG},
+            metavar="VAR", off="none"),
     setting("continue_default", bool, False, "a plain cell continues the last conversation (--new starts one)", {CONFIG},
       flag="--continue"),
     setting("cells", int, 5, "how many of your recent input cells the agent sees (0: none)", MAGICS, minimum=0),

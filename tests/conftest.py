@@ -77,3 +77,23 @@ def _sigint_is_left_as_it_was():
     if after is not before:
         signal.signal(signal.SIGINT, before)
         pytest.fail(f"this test left SIGINT's handler changed ({after!r}, was {before!r})")
+
+
+# `make test-fast` runs the tests that need no kernel, browser, server or other process (not marked kernel,
+# browser, server, subprocess or realmodel) with DEEPAGENT_FAST_TESTS=1: a test that starts a process
+# anyway fails and says which mark it needs, so the fast set stays what its name says.
+FAST = os.environ.get("DEEPAGENT_FAST_TESTS") == "1"
+
+
+@pytest.fixture(autouse=True)
+def _fast_tests_start_no_process(monkeypatch):
+    if FAST:
+        import subprocess
+
+        def refuse(*args, **kwargs):
+            raise AssertionError("this test starts a process: mark it kernel, browser, server or subprocess "
+                                 "(pyproject.toml's markers), so that make test-fast leaves it out")
+
+        monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+        monkeypatch.setattr(os, "fork", refuse)
+    yield

@@ -7,11 +7,12 @@ run id) becomes a `UsageProblem`: one line on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..core.loop.agent import DeepAgent
 from ..core.model.lm import NoLMError, resolve_lm
@@ -44,6 +45,42 @@ def run_task(args: argparse.Namespace) -> int:
         namespace = load_variables(args.load)
     except NoLMError:  # (any other UserError, a bad model id or --load: main shows its one line)
         raise UsageProblem("no model: pass --lm openai/gpt-4o-mini (or scripted:FILE.json), or set DEEPAGENT_LM") from None
+    with agent_output_to_stderr():
+        run = _run(args, task, lm, sub_lm, namespace, workspace)
+    if run is None:
+        return 130
+    return _report(run, workspace, args.json)
+
+
+@contextlib.contextmanager
+def agent_output_to_stderr() -> Iterator[None]:
+    """While the agent works, file descriptor 1 is stderr: stdout is for the answer alone.
+
+    Agent code's prints are captured per step, but what is written to the descriptor itself
+    (``os.system``, ``subprocess``, ``os.write(1, ...)``, ``sys.__stdout__``, a sub-agent kernel
+    started now) would land in ``deepagent run ... > answer.md``. The descriptor is pointed at
+    stderr and put back afterwards, before the answer is printed.
+    """
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no stdout at all (closed): nothing to keep clean
+        yield
+        return
+    try:
+        yield
+    finally:
+        for stream in (sys.stdout, sys.__stdout__):
+            with contextlib.suppress(Exception):
+                stream.flush()  # what was buffered while fd 1 was stderr goes there, not to the answer
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _run(args: argparse.Namespace, task: str, lm: Any, sub_lm: Any, namespace: dict[str, Any],
+         workspace: Path) -> Run | None:
+    """The run, ended (None: interrupted, said on stderr)."""
     pool = _pool(args) if args.max_depth > 0 else None
     try:
         settings = agent_keywords({s.name: getattr(args, s.name) for s in at(CLI)})  # as the table says
@@ -54,7 +91,7 @@ def run_task(args: argparse.Namespace) -> int:
             agent.run(task, namespace, run=run)
         except KeyboardInterrupt:
             print(f"deepagent: interrupted after {len(run.steps)} steps (run {run.id})", file=sys.stderr)
-            return 130
+            return None
         finally:
             if progress is not None:
                 progress.close()
@@ -63,7 +100,7 @@ def run_task(args: argparse.Namespace) -> int:
     finally:
         if pool is not None:
             pool.stop()  # no sub-agent kernel outlives the command
-    return _report(run, workspace, args.json)
+    return run
 
 
 def _pool(args: argparse.Namespace) -> Any:

@@ -8,6 +8,7 @@ any other `UserError`), never argparse's usage block.
 from __future__ import annotations
 
 import argparse
+import math
 
 from ..errors import InvalidValue, UserError
 from ..settings import CLI, SETTINGS, Setting, at
@@ -28,8 +29,8 @@ def positive(kind: type) -> callable:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a {'number' if kind is float else 'whole number'}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        if not math.isfinite(value) or value <= 0:  # nan compares false to everything: it would turn a limit off
+            raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text}")
         return value
 
     return convert

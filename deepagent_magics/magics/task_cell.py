@@ -16,6 +16,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import Markdown, display
+from traitlets import observe
 
 from ..core.loop.agent import DeepAgent
 from ..core.model.lm import NoLMError, lm_label, make_lm, resolve_lm
@@ -49,6 +50,10 @@ class DeepAgentMagics(SettingTraits):
     ``%config DeepAgentMagics.max_iters = 30``."""
 
     SETTINGS = setting_flags.NAMES
+
+    @observe("gateway_token")
+    def _token_typed(self, change: Any) -> None:  # however it was set (a flag, %config): a secret, out of In
+        gateway_settings.forget(self.shell, change["new"])
 
     def __init__(self, shell=None, **kwargs: Any):
         super().__init__(shell=shell, **kwargs)
@@ -155,13 +160,20 @@ class DeepAgentMagics(SettingTraits):
     @line_magic
     def deepagent_config(self, line: str) -> None:
         """Show the deep agent defaults, or set them."""
+        gateway_settings.forget_typed_flags(self.shell, line)  # first: a mistake below must not leave a token in In
         args = parse_flags(self.deepagent_config, line)
         updates = {name: getattr(args, name) for name in self.SETTINGS if getattr(args, name, None) is not None}
         updates = setting_flags.switches(updates)
         setting_flags.check(updates)
         check_kernel_name(updates.get("kernel_name"))
         updates.update(setting_flags.checked_caps(updates, unset_with_off=True))
-        gateway_settings.check_gateway(updates, self.gateway_url, self.gateway_token)
+        if "gateway_token_env" in updates:  # one source of the token at a time
+            updates["gateway_token_env"] = gateway_settings.token_from_environment(updates["gateway_token_env"])
+            updates.setdefault("gateway_token", None)
+        elif "gateway_token" in updates:
+            updates["gateway_token_env"] = None
+        gateway_settings.check_gateway(updates, self.gateway_url, gateway_settings.token_in_effect(
+            updates.get("gateway_token", self.gateway_token), updates.get("gateway_token_env", self.gateway_token_env)))
         if "workspace" in updates:
             updates["workspace"] = check_workspace(updates["workspace"])
         if "profile" in updates and updates["profile"] not in available_profiles() + list(self.agent_types):
@@ -190,11 +202,14 @@ class DeepAgentMagics(SettingTraits):
         from ..interpreters.pool import default_pool
 
         gateway = gateway_settings.make_gateway(gateway_settings.gateway_url(settings["gateway_url"]),
-                                                settings["gateway_token"])
+                                                self.gateway_token_in_effect())
         pool = default_pool(settings["pool_size"], settings["kernel_name"] or None, gateway=gateway)
         if settings["max_depth"] > 0:
             pool.warm()
         return pool
+
+    def gateway_token_in_effect(self) -> str | None:
+        return gateway_settings.token_in_effect(self.gateway_token, self.gateway_token_env)
 
     def describe_config(self) -> str:
         rows = []

@@ -131,6 +131,7 @@ def test_a_reused_pid_is_not_mistaken_for_the_writer(tmp_path):
     assert load_record(init)["status"] == "abandoned"
 
 
+@pytest.mark.subprocess
 def test_a_dead_pid_and_open_sub_agents_are_abandoned(tmp_path):
     probe = subprocess.Popen([sys.executable, "-c", "pass"])
     probe.wait()

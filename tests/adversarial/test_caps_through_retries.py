@@ -93,6 +93,7 @@ def test_the_cap_holds_when_readable_steps_come_first(tmp_path, many_retries):
     assert "token cap is reached" in run.config["spend"]["reached"] and len(run.steps) == 2
 
 
+@pytest.mark.kernel
 def test_a_sub_agent_s_unreadable_replies_stop_at_the_tree_s_cap(tmp_path, many_retries):
     parent = [("Delegate.", "out = delegate('count the words')\nprint(out)"), ("More.", "x = 1")]
     lm = ScriptedLM(scripts={"": parent, "count the words": [UNREADABLE] * (MANY + 5)}, replies="",

@@ -49,7 +49,7 @@ def test_the_traitlets_are_the_tables_with_its_defaults(ip):
     assert set(traits) == {s.name for s in at(CONFIG)} == set(magics.SETTINGS)
     for setting in at(CONFIG):
         assert traits[setting.name].default() == setting.default, setting.name
-        assert traits[setting.name].help == setting.help, setting.name
+        assert traits[setting.name].help == setting.where(CONFIG, "help"), setting.name
     shown = magics.describe_config()  # %deepagent_config with no flags lists every setting
     assert all(f"  {name} " in shown for name in magics.SETTINGS)
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable
 import dspy
 
 from ..policy import approval
-from . import extensions
+from . import extensions as _extensions
 from ..model import step_streaming as streaming
 from ..run import conversations as threads
 from .ending import end_early
@@ -69,6 +69,8 @@ class DeepAgent(dspy.Module):
         pool: the `KernelPool` sub-agents take their kernels from (default: the process-wide one).
         subagents: `SubAgentType`s it (and its sub-agents) may delegate to by name
             (``delegate(task, agent="NAME")``; `core.loop.subagent_types`).
+        extensions: what the rooms above the core give this agent (its tools, REPL, run hooks, prompt
+            providers: `core.loop.extensions.Extensions`); default: the package's standard set.
 
     Of the settings: ``lm`` is an LM object or a model id (default: ``dspy.settings.lm``, then
     ``DEEPAGENT_LM``); ``mcp_servers``' tools come from ``tools/mcp_servers.py`` (one that cannot start
@@ -96,9 +98,11 @@ class DeepAgent(dspy.Module):
         depth: int = 0,
         pool: Any = None,
         subagents: Iterable[Any] = (),
+        extensions: Any = None,
         **settings: Any,
     ):
         super().__init__()
+        self.extensions = extensions if extensions is not None else _extensions.default()
         for name, value in agent_settings(settings).items():  # every setting of the table: given, else its default
             setattr(self, name, value)
         self.subagents = check_types(subagents)
@@ -111,7 +115,7 @@ class DeepAgent(dspy.Module):
         self.approve = approval.check_policy(self.approve)
         self.approve_rules = approval.parse_rules(self.approve_rules)
         self.extra_tools = list(tools)
-        self.extra_tools += extensions.server_tools(self.mcp_servers, taken={t.__name__ for t in self.builtin_tools()
+        self.extra_tools += self.extensions.server_tools(self.mcp_servers, taken={t.__name__ for t in self.builtin_tools()
                                                                             + self.extra_tools})
         if instructions is None:
             instructions = load_profile(self.profile).instructions(depth=depth, max_depth=self.max_depth)
@@ -126,13 +130,13 @@ class DeepAgent(dspy.Module):
 
     # ------------------------------------------------------------ extension points
     def builtin_tools(self) -> list[Callable[..., Any]]:
-        """The tools every agent gets (registered in `extensions`: todos, files, delegation)."""
-        return extensions.builtin_tools()
+        """The tools this agent's extensions give it (the standard set: todos, files, delegation, ...)."""
+        return self.extensions.builtin_tools()
 
     def interpreter_factory(self, session: Session | None = None, namespace: dict | None = None,
                             shell: Any = None) -> Callable[[], Any]:
         """The REPL of this agent's runs: the live namespace for a root agent (a sub-agent overrides it)."""
-        return extensions.root_interpreter(self, session, namespace, shell)
+        return self.extensions.root_interpreter(self, session, namespace, shell)
 
     # ------------------------------------------------------------ reading
     @property
@@ -227,14 +231,14 @@ class DeepAgent(dspy.Module):
         run.config["workspace"] = str(root)
         session = Session(run, Workspace(root, on_write=run.record_file), agent=self)
         context = threads.join(run, thread, namespace, context, root)  # a follow-up: the earlier turns first
-        for hook in extensions.run_hooks():  # e.g. the run record (records/)
+        for hook in list(self.extensions.run_hooks):  # e.g. the run record (records/)
             hook(self, run, {"lm": lm, "sub_lm": sub_lm})
         self.rlm.max_iters = self.max_iters
         self.rlm.max_llm_calls = self.max_llm_calls
         self.rlm.sub_lm = sub_lm
         run.prompt_hash = self.prompt_hash
         run.max_iters = self.max_iters
-        context = extensions.extra_context(self, task, namespace, root, context)  # memories, earlier turns
+        context = self.extensions.extra_context(self, task, namespace, root, context)  # memories, earlier turns
         tool_names = {tool.__name__ for tool in self.builtin_tools() + self.extra_tools}
         summary = summarize_namespace(namespace, exclude=tool_names | {"SUBMIT"})
 
@@ -288,7 +292,7 @@ class DeepAgent(dspy.Module):
         """This run's interpreter factory, its prompt guidance followed by the instruction providers' text
         (the sub-agent types, the skills: `extensions`); RLM puts it in the action prompt of this run."""
         factory = self.interpreter_factory(session, namespace, shell)
-        extra = extensions.extra_instructions(self, root)
+        extra = self.extensions.extra_instructions(self, root)
         if extra and isinstance(getattr(factory, "execution_instructions", None), str):
             factory.execution_instructions += "\n\n" + extra
         return factory
