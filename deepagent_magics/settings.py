@@ -89,7 +89,9 @@ class Setting:
         """What a value must be, as a message says it: "positive", "0 or more", "a number of seconds ..."."""
         low, high = self.minimum, self.maximum
         if high is None:
-            return ("positive" if self.above else "0 or more") if low == 0 else f"{'above' if self.above else 'at least'} {low:g}"
+            if low == 0:
+                return "positive" if self.above else "0 or more"
+            return f"{'above' if self.above else 'at least'} {low:g}"
         what = f"a number of {self.unit}" if self.unit else ("a whole number" if self.kind is int else "a number")
         return f"{what} above {low:g} and at most {high:g}" if self.above else f"{what} from {low:g} to {high:g}"
 
@@ -127,7 +129,7 @@ def _settings(*entries: Setting) -> dict[str, Setting]:
     return {entry.name: entry for entry in entries}
 
 
-def setting(name: str, kind: type, default: Any, help: str, doors: Iterable[str], **more: Any) -> Setting:
+def setting(name: str, kind: type, default: Any, doors: Iterable[str], help: str, **more: Any) -> Setting:
     return Setting(name, kind, default, help, frozenset(doors), **more)
 
 
@@ -136,80 +138,92 @@ POSITIVE = dict(minimum=0, above=True)
 
 # In the order %deepagent_config lists them.
 SETTINGS = _settings(
-    setting("lm", str, None, "the LM: a model id (openai/gpt-4o-mini) or a notebook variable holding an LM",
-      EVERYWHERE, recorded=True,
-      at={CLI: {"help": "model id (openai/gpt-4o-mini) or scripted:FILE.json (default: DEEPAGENT_LM)"}}),
-    setting("sub_lm", str, None, "the LM behind llm_query (default: the main LM)", EVERYWHERE, recorded=True),
-    setting("workspace", str, ".", "directory the file tools are rooted at and the run records kept in",
-      {CELL, CONFIG, CLI, AGENT}, recorded=True),
-    setting("max_iters", int, 20, "most code steps per run", EVERYWHERE, recorded=True, **POSITIVE),
-    setting("max_llm_calls", int, 50, "most llm_query calls per run", EVERYWHERE, recorded=True, **POSITIVE),
-    setting("profile", str, "default", "prompt profile: a file in core/loop/prompts (in a notebook, also a %%deepagent_agent type)",
-      EVERYWHERE, recorded=True),
-    setting("timeout", float, 120.0, "seconds one code block may run before it is stopped", EVERYWHERE, recorded=True,
-      **SECONDS),
-    setting("quiet", bool, False, "show only the result, not the live progress", {CELL, CONFIG, CLI},
-      at={CLI: {"help": "no progress on stderr"}}),
-    setting("display_mode", str, "auto", "live display: widgets in a notebook, text in a terminal (auto), or forced",
-      MAGICS, flag="--display", choices=("auto", "widgets", "text")),
-    setting("max_depth", int, 2, "how deep sub-agents may nest (0: no delegation)", EVERYWHERE, recorded=True, minimum=0),
-    setting("max_subagents", int, 16, "most sub-agents one run (its whole tree) may start", EVERYWHERE, recorded=True,
-      **POSITIVE),
-    setting("subagent_max_iters", int, 10, "most code steps per sub-agent", EVERYWHERE, recorded=True, **POSITIVE),
-    setting("subagent_timeout", float, 600.0, "seconds a sub-agent may run before its kernel is stopped", EVERYWHERE,
-      recorded=True, **SECONDS),
-    setting("max_parallel", int, 4, "most sub-agents one delegate_batched runs at the same time", EVERYWHERE,
-      recorded=True, **POSITIVE),
-    setting("pool_size", int, 2, "sub-agent kernels kept started ahead of need (0: start each on demand)", {CONFIG, CLI},
-      minimum=0, maximum=MAX_POOL, at={CLI: {"default": 0}}),
-    setting("kernel_name", str, None, "kernel spec for sub-agents (default: this Python)", {CONFIG, CLI}),
-    setting("gateway_url", str, None, "Jupyter gateway to start sub-agent kernels on (default: JUPYTER_GATEWAY_URL, "
-      "else this machine)", {CONFIG, CLI}, off="this machine"),
-    setting("gateway_token", str, None, "the gateway's auth token (default: JUPYTER_GATEWAY_AUTH_TOKEN)", {CONFIG, CLI},
+    setting("lm", str, None, EVERYWHERE, recorded=True,
+            help="the LM: a model id (openai/gpt-4o-mini) or a notebook variable holding an LM",
+            at={CLI: {"help": "model id (openai/gpt-4o-mini) or scripted:FILE.json (default: DEEPAGENT_LM)"}}),
+    setting("sub_lm", str, None, EVERYWHERE, recorded=True,
+            help="the LM behind llm_query (default: the main LM)"),
+    setting("workspace", str, ".", {CELL, CONFIG, CLI, AGENT}, recorded=True,
+            help="directory the file tools are rooted at and the run records kept in"),
+    setting("max_iters", int, 20, EVERYWHERE, recorded=True, **POSITIVE,
+            help="most code steps per run"),
+    setting("max_llm_calls", int, 50, EVERYWHERE, recorded=True, **POSITIVE,
+            help="most llm_query calls per run"),
+    setting("profile", str, "default", EVERYWHERE, recorded=True,
+            help="prompt profile: a file in core/loop/prompts (in a notebook, also a %%deepagent_agent type)"),
+    setting("timeout", float, 120.0, EVERYWHERE, recorded=True, **SECONDS,
+            help="seconds one code block may run before it is stopped"),
+    setting("quiet", bool, False, {CELL, CONFIG, CLI},
+            help="show only the result, not the live progress", at={CLI: {"help": "no progress on stderr"}}),
+    setting("display_mode", str, "auto", MAGICS, flag="--display", choices=("auto", "widgets", "text"),
+            help="live display: widgets in a notebook, text in a terminal (auto), or forced"),
+    # Sub-agents (tools/delegation): limits for the whole tree of a run, and where their kernels come from.
+    setting("max_depth", int, 2, EVERYWHERE, recorded=True, minimum=0,
+            help="how deep sub-agents may nest (0: no delegation)"),
+    setting("max_subagents", int, 16, EVERYWHERE, recorded=True, **POSITIVE,
+            help="most sub-agents one run (its whole tree) may start"),
+    setting("subagent_max_iters", int, 10, EVERYWHERE, recorded=True, **POSITIVE,
+            help="most code steps per sub-agent"),
+    setting("subagent_timeout", float, 600.0, EVERYWHERE, recorded=True, **SECONDS,
+            help="seconds a sub-agent may run before its kernel is stopped"),
+    setting("max_parallel", int, 4, EVERYWHERE, recorded=True, **POSITIVE,
+            help="most sub-agents one delegate_batched runs at the same time"),
+    setting("pool_size", int, 2, {CONFIG, CLI}, minimum=0, maximum=MAX_POOL, at={CLI: {"default": 0}},
+            help="sub-agent kernels kept started ahead of need (0: start each on demand)"),
+    setting("kernel_name", str, None, {CONFIG, CLI},
+            help="kernel spec for sub-agents (default: this Python)"),
+    setting("gateway_url", str, None, {CONFIG, CLI}, off="this machine",
+            help="Jupyter gateway to start sub-agent kernels on (default: JUPYTER_GATEWAY_URL, else this machine)"),
+    setting("gateway_token", str, None, {CONFIG, CLI},
+            help="the gateway's auth token (default: JUPYTER_GATEWAY_AUTH_TOKEN)",
             at={CONFIG: {"help": "the gateway's auth token (default: JUPYTER_GATEWAY_AUTH_TOKEN); prefer "
                                  "--gateway-token-env"}}),
-    setting("gateway_token_env", str, None, "the environment variable holding the gateway's auth token", {CONFIG},
-            metavar="VAR", off="none"),
-    setting("continue_default", bool, False, "a plain cell continues the last conversation (--new starts one)", {CONFIG},
-      flag="--continue"),
-    setting("cells", int, 5, "how many of your recent input cells the agent sees (0: none)", MAGICS, minimum=0),
-    setting("compact_at", float, 0.5, "compact the REPL history in the prompt past this: tokens, or a fraction "
-      "(<= 1) of the context window; off: never", {CELL, CONFIG, AGENT}, read=compact_at),
-    setting("mcp_servers", list, [], "MCP server whose tools agents get: a command line (stdio) or an http(s) URL; "
-      "repeat for more; 'off': none", {CONFIG, AGENT}, flag="--mcp", repeat=True),
-    setting("tools", list, [], "notebook functions offered to every agent as tools: f,g ('off': none)", MAGICS, read=str),
-    setting("skills_dir", str, None, "user-wide skills folder (default: DEEPAGENT_SKILLS_DIR, else ~/.deepagent/skills; "
-      "'off': the default)", {CONFIG, AGENT}),
-    setting("max_cost", float, None, "most USD one run (its whole tree) may spend on LM calls",
-      {CELL, CONFIG, AGENT}, read=str, metavar="USD", recorded=True, off="no cap"),
-    setting("max_tokens", int, None, "most LM tokens one run (its whole tree) may spend",
-      {CELL, CONFIG, AGENT}, read=str, metavar="N", recorded=True, off="no cap"),
-    setting("max_time", float, None, "most seconds one run may take, waiting for approval not counted",
-      {CELL, CONFIG, AGENT}, read=str, metavar="SECONDS", recorded=True, off="no cap"),
-    setting("approve", str, "never", "approval policy: never, risky, always, or a notebook function (proposal) -> decision",
-      {CELL, CONFIG, CLI, AGENT}, recorded=True,
-      at={CLI: {"choices": ("never",), "help": "when to ask before a tool call (only 'never' exists yet)"}}),
-    setting("approve_rules", str, "", "risk rules for --approve risky: '' for all, -name off, none,name only those",
-      {CELL, CONFIG, AGENT}),
-    setting("undo_limit", float, 10.0, "megabytes: the biggest of your objects a run copies before changing it in place, "
-      "so %deepagent_undo can restore it (0: none)", {CONFIG, AGENT}, minimum=0, maximum=MAX_UNDO_MB,
-      unit="megabytes", agent_scale=1_000_000,
-      at={AGENT: {"help": "bytes: the biggest of the user's objects a run copies before changing it in place (0: none)"}}),
-    setting("stream", bool, True, "show each step's reasoning and code while the model writes them", {CELL, CONFIG, AGENT}),
+    setting("gateway_token_env", str, None, {CONFIG}, metavar="VAR", off="none",
+            help="the environment variable holding the gateway's auth token"),
+    # Follow-up cells (magics/followup.py) and long runs (core/model/compaction.py).
+    setting("continue_default", bool, False, {CONFIG}, flag="--continue",
+            help="a plain cell continues the last conversation (--new starts one)"),
+    setting("cells", int, 5, MAGICS, minimum=0,
+            help="how many of your recent input cells the agent sees (0: none)"),
+    setting("compact_at", float, 0.5, {CELL, CONFIG, AGENT}, read=compact_at,
+            help="compact the REPL history in the prompt past this: tokens, or a fraction (<= 1) of the context "
+                 "window; off: never"),
+    # What agents get besides the built-in tools.
+    setting("mcp_servers", list, [], {CONFIG, AGENT}, flag="--mcp", repeat=True,
+            help="MCP server whose tools agents get: a command line (stdio) or an http(s) URL; repeat for more; "
+                 "'off': none"),
+    setting("tools", list, [], MAGICS, read=str,
+            help="notebook functions offered to every agent as tools: f,g ('off': none)"),
+    setting("skills_dir", str, None, {CONFIG, AGENT},
+            help="user-wide skills folder (default: DEEPAGENT_SKILLS_DIR, else ~/.deepagent/skills; 'off': the "
+                 "default)"),
+    # Spend caps (core/policy/spend.py, which reads their text): the whole tree of a run; None: no cap.
+    setting("max_cost", float, None, {CELL, CONFIG, AGENT}, read=str, metavar="USD", recorded=True, off="no cap",
+            help="most USD one run (its whole tree) may spend on LM calls"),
+    setting("max_tokens", int, None, {CELL, CONFIG, AGENT}, read=str, metavar="N", recorded=True, off="no cap",
+            help="most LM tokens one run (its whole tree) may spend"),
+    setting("max_time", float, None, {CELL, CONFIG, AGENT}, read=str, metavar="SECONDS", recorded=True,
+            off="no cap", help="most seconds one run may take, waiting for approval not counted"),
+    # The user in control (core/policy/approval.py, magics/control.py).
+    setting("approve", str, "never", {CELL, CONFIG, CLI, AGENT}, recorded=True,
+            help="approval policy: never, risky, always, or a notebook function (proposal) -> decision",
+            at={CLI: {"choices": ("never",), "help": "when to ask before a tool call (only 'never' exists yet)"}}),
+    setting("approve_rules", str, "", {CELL, CONFIG, AGENT},
+            help="risk rules for --approve risky: '' for all, -name off, none,name only those"),
+    setting("undo_limit", float, 10.0, {CONFIG, AGENT}, minimum=0, maximum=MAX_UNDO_MB, unit="megabytes",
+            agent_scale=1_000_000,
+            help="megabytes: the biggest of your objects a run copies before changing it in place, so "
+                 "%deepagent_undo can restore it (0: none)",
+            at={AGENT: {"help": "bytes: the biggest of the user's objects a run copies before changing it in "
+                                "place (0: none)"}}),
+    setting("stream", bool, True, {CELL, CONFIG, AGENT},
+            help="show each step's reasoning and code while the model writes them"),
 )
 
 
 def at(door: str) -> list[Setting]:
     """The settings that apply at ``door``, in table order."""
     return [setting for setting in SETTINGS.values() if door in setting.doors]
-
-
-def check(values: Mapping[str, Any], label: Callable[[Setting], str] | None = None) -> None:
-    """Every value among ``values`` within its setting's bounds (an `InvalidValue` for the first that is not)."""
-    for name, value in values.items():
-        setting = SETTINGS.get(name)
-        if setting is not None:
-            setting.check(value, label(setting) if label else None)
 
 
 def agent_keywords(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -29,8 +29,10 @@ def positive(kind: type) -> callable:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a {'number' if kind is float else 'whole number'}") from None
-        if not math.isfinite(value) or value <= 0:  # nan compares false to everything: it would turn a limit off
-            raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text}")
+        if not math.isfinite(value):  # nan compares false to everything: it would turn a limit off
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
         return value
 
     return convert

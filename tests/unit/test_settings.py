@@ -127,7 +127,7 @@ from contextlib import redirect_stderr, redirect_stdout
 
 from deepagent_magics import settings
 settings.SETTINGS["frob_limit"] = settings.setting(
-    "frob_limit", int, 7, "most frobs per run", settings.EVERYWHERE, recorded=True, minimum=0, above=True)
+    "frob_limit", int, 7, settings.EVERYWHERE, help="most frobs per run", recorded=True, minimum=0, above=True)
 
 from IPython.core.error import UsageError
 from IPython.testing.globalipapp import start_ipython
