@@ -55,7 +55,7 @@ class Setting:
     """One setting. ``at`` holds what one door says differently (``{CLI: {"default": 0}}``)."""
 
     name: str  # the Python name: DeepAgent's keyword and attribute, the traitlet, the request field
-    kind: type  # int, float, str, bool or list (of str); a default of None means None is a value too
+    kind: type  # int, float, str, bool, list (of str) or dict; a default of None means None is a value too
     default: Any
     help: str  # what it means, in one line: every door shows it
     doors: frozenset[str]
@@ -139,10 +139,14 @@ POSITIVE = dict(minimum=0, above=True)
 # In the order %deepagent_config lists them.
 SETTINGS = _settings(
     setting("lm", str, None, EVERYWHERE, recorded=True,
-            help="the LM: a model id (openai/gpt-4o-mini) or a notebook variable holding an LM",
-            at={CLI: {"help": "model id (openai/gpt-4o-mini) or scripted:FILE.json (default: DEEPAGENT_LM)"}}),
+            help="the LM: a model id (openai/gpt-4o-mini), local (the bundled model; local:PATH.gguf for another), "
+                 "or a notebook variable holding an LM",
+            at={CLI: {"help": "model id (openai/gpt-4o-mini), local (the bundled model; local:PATH.gguf for another), "
+                              "or scripted:FILE.json (default: DEEPAGENT_LM)"}}),
     setting("sub_lm", str, None, EVERYWHERE, recorded=True,
             help="the LM behind llm_query (default: the main LM)"),
+    setting("lm_options", dict, {}, {CONFIG, CLI}, flag="--lm-option", repeat=True, metavar="KEY=VALUE", off="none",
+            help="an option of a model-id LM, repeatable: timeout=600, max_tokens=4000, api_base=URL"),
     setting("workspace", str, ".", {CELL, CONFIG, CLI, AGENT}, recorded=True,
             help="directory the file tools are rooted at and the run records kept in"),
     setting("max_iters", int, 20, EVERYWHERE, recorded=True, **POSITIVE,
@@ -197,6 +201,8 @@ SETTINGS = _settings(
     setting("skills_dir", str, None, {CONFIG, AGENT},
             help="user-wide skills folder (default: DEEPAGENT_SKILLS_DIR, else ~/.deepagent/skills; 'off': the "
                  "default)"),
+    setting("subagent_skills", bool, False, {CONFIG, AGENT},
+            help="sub-agents may write skills (<workspace>/skills/); by default only you and root runs do"),
     # Spend caps (core/policy/spend.py, which reads their text): the whole tree of a run; None: no cap.
     setting("max_cost", float, None, {CELL, CONFIG, AGENT}, read=str, metavar="USD", recorded=True, off="no cap",
             help="most USD one run (its whole tree) may spend on LM calls"),
@@ -240,7 +246,7 @@ def agent_settings(given: Mapping[str, Any], owner: str = "DeepAgent") -> dict[s
 
 
 def _copy(value: Any) -> Any:
-    return list(value) if isinstance(value, list) else value
+    return type(value)(value) if isinstance(value, (list, dict)) else value
 
 
 def described(door: str, indent: str = "    ") -> str:

@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..core.loop.agent import DeepAgent
+from ..core.model.lm_options import parse_lm_options
 from ..core.model.lm import NoLMError, resolve_lm
 from ..core.loop.profiles import available_profiles
 from ..core.run.run import Run
+from ..core.run.model_text import plain
 from ..display.text import TextProgress, summary
 from ..records.export import write_notebook
 from ..records.listing import NoSuchStep, format_step, runs_table
@@ -39,9 +41,10 @@ def run_task(args: argparse.Namespace) -> int:
     if workspace.exists() and not workspace.is_dir():
         raise UsageProblem(f"--workspace {args.workspace}: not a directory")
     try:
-        lm = model_from_spec(args.lm) or default_model()
-        sub_lm = model_from_spec(args.sub_lm, "--sub-lm")
-        lm = resolve_lm(lm)  # no model at all: say how to name one, before anything starts
+        options = parse_lm_options(args.lm_options)
+        lm = model_from_spec(args.lm, options=options) or default_model()
+        sub_lm = model_from_spec(args.sub_lm, "--sub-lm", options=options)
+        lm = resolve_lm(lm, options=options)  # no model at all: say how to name one, before anything starts
         namespace = load_variables(args.load)
     except NoLMError:  # (any other UserError, a bad model id or --load: main shows its one line)
         raise UsageProblem("no model: pass --lm openai/gpt-4o-mini (or scripted:FILE.json), or set DEEPAGENT_LM") from None
@@ -138,9 +141,10 @@ def _report(run: Run, workspace: Path, as_json: bool) -> int:
         record.pop("_path", None)
         print(json.dumps(record, indent=2, default=str))
     elif run.status == "finished":
-        print(run.result if run.result is not None else "")
+        result = run.result if run.result is not None else ""
+        print(plain(result) if sys.stdout.isatty() else result)  # a terminal never acts on a model's escapes
     if run.status != "finished":
-        print(f"deepagent: run {run.id} {summary(run)}", file=sys.stderr)
+        print(plain(f"deepagent: run {run.id} {summary(run)}"), file=sys.stderr)
         return 1
     return 0
 
@@ -150,7 +154,7 @@ def list_runs(args: argparse.Namespace) -> int:
     if not records:
         print(f"no recorded runs in {runs_dir(args.workspace)}", file=sys.stderr)
         return 0
-    print(runs_table(records))
+    print(plain(runs_table(records)))
     return 0
 
 
@@ -158,7 +162,7 @@ def trace(args: argparse.Namespace) -> int:
     record = _record(args.run, args.workspace)
     if args.step is not None:
         try:
-            print(format_step(record, args.step))
+            print(plain(format_step(record, args.step)))
         except NoSuchStep as exc:
             raise UsageProblem(str(exc)) from None
         return 0

@@ -51,14 +51,17 @@ def setting_type(setting: Setting) -> callable:
     return convert
 
 
-def add_setting(parser: argparse.ArgumentParser, setting: Setting) -> None:
-    """One setting of the table as a flag of ``parser``, with the command line's default."""
-    default, help = setting.where(CLI, "default"), setting.where(CLI, "help")
-    if default is not None and not isinstance(default, bool) and "default:" not in help:
+def add_setting(parser: argparse.ArgumentParser, setting: Setting, **own: str | int) -> None:
+    """One setting of the table as a flag of ``parser``, with the command line's default (``own``: what
+    this command says differently, e.g. bench's ``default=0`` for ``--max-depth``)."""
+    default, help = own.get("default", setting.where(CLI, "default")), own.get("help", setting.where(CLI, "help"))
+    if default not in (None, False, [], {}) and "default:" not in help and "default " not in help:
         help += f" (default: {default})"
     options = {"dest": setting.name, "default": default, "help": help.replace("%", "%%")}
     if setting.kind is bool:
         options["action"] = "store_true"
+    elif setting.repeat:  # given once per value (KEY=VALUE texts, read by the code that uses them)
+        options.update(action="append", default=[], metavar=setting.metavar)
     elif setting.where(CLI, "choices"):
         options["choices"] = setting.where(CLI, "choices")
     elif setting.kind in (int, float) or setting.read is not None:
@@ -104,10 +107,11 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
     bench = commands.add_parser("bench", help="measure the agent on a public benchmark (docs/quality.md)",
                                 description="Run the deep agent (and baselines) on a public benchmark suite, "
                                             "scored by the suite's own rule; the table goes to stdout.")
-    bench.add_argument("suite", help="the suite: dabstep, dabench or oolong")
-    bench.add_argument("--lm", help="model id (openai/gpt-4o-mini) or scripted:FILE.json (default: DEEPAGENT_LM)")
+    bench.add_argument("suite", help="the suite: dabstep, dabench, oolong or sklearn (offline)")
+    add_setting(bench, SETTINGS["lm"])
+    add_setting(bench, SETTINGS["lm_options"])
     bench.add_argument("--limit", type=positive(int), help="run only the first N tasks")
-    bench.add_argument("--baselines", default="", help="comma-separated, beside the deep agent: cot,react,deepagents")
+    bench.add_argument("--baselines", default="", help="comma-separated, beside the deep agent: cot,react,rlm,deepagents")
     bench.add_argument("--threads", type=positive(int), default=4, help="tasks run at once (default 4)")
     bench.add_argument("--out", default="bench-results", help="directory for the Markdown, JSON and answers")
     bench.add_argument("--cache-dir", dest="cache_dir",
@@ -115,5 +119,7 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
     bench.add_argument("--split", help="the suite's split (dabstep: dev or default; oolong: validation or test)")
     bench.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
                        help="only tasks whose KEY is VALUE (level=hard, dataset=trec_coarse); repeatable")
-    add_setting(bench, SETTINGS["max_iters"])
-    bench.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_setting(bench, SETTINGS["max_iters"], help="most code steps per task")
+    add_setting(bench, SETTINGS["max_depth"], default=0,
+                help="how deep the deep agent's sub-agents may nest (default 0: none; 1 lets it delegate)")
+    add_setting(bench, SETTINGS["quiet"])

@@ -34,6 +34,7 @@ from ..core.run.run import Run
 from ..core.run.session import Session
 from .capture import capture_displays, capture_streams
 from .kernel_side import (
+    AST_LOCK,
     STEP_PREFIX,
     Submitted,
     echo,
@@ -159,7 +160,8 @@ class ShellInterpreter(StepInterpreter):
         values_before = dict(self.namespace) if is_facade else None
 
         filename = "<deepagent setup>" if is_facade else f"{STEP_PREFIX} {self._executions}>"
-        tree = ast.parse(code, filename=filename, mode="exec")
+        with AST_LOCK:  # one thread at a time (kernel_side.AST_LOCK says why)
+            tree = ast.parse(code, filename=filename, mode="exec")
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         body, tail = split_trailing_expression(tree)
         tracker = None if is_facade else self._tracker

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator
 
 from IPython.core.error import UsageError
 
+from ..core.model.lm_options import LMOptionError, parse_lm_options
 from ..core.run.secrets import scrub
 from ..errors import UserError
 from .render import bounded_str
@@ -152,3 +153,22 @@ def _unquote(text: str) -> str:
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
         return text[1:-1]
     return text
+
+
+def lm_option_values(values: list[str], current: dict[str, Any]) -> dict[str, Any]:
+    """``%deepagent_config --lm-option KEY=VALUE`` (repeatable) over the options set before (a later value for a
+    key wins); ``--lm-option off`` clears them; a malformed one is one `UsageError` line and changes nothing."""
+    if [value.strip() for value in values] == ["off"]:
+        return {}
+    try:
+        return {**current, **parse_lm_options(values)}
+    except LMOptionError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def shown_lm_options(options: dict[str, Any]) -> str:
+    """``timeout=600, max_tokens=4000`` as the settings list prints them; a key or token never printed."""
+    if not options:
+        return "(none)"
+    return ", ".join(f"{key}={'(set)' if 'key' in key.lower() or 'token' in key.lower() else repr(value)}"
+                     for key, value in options.items())

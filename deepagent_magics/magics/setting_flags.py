@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics
 from IPython.core.magic_arguments import ArgDecorator
-from traitlets import Bool, Enum, Float, Int, List, TraitType, Unicode
+from traitlets import Bool, Dict, Enum, Float, Int, List, TraitType, Unicode
 
 from ..core.policy.spend import CAPS, check_cap
 from ..errors import InvalidValue
@@ -36,6 +36,8 @@ def trait(setting: Setting) -> TraitType:
         made = Bool(default)
     elif setting.kind is list:
         made = List(Unicode(), default_value=list(default))
+    elif setting.kind is dict:
+        made = Dict(default_value=dict(default))
     else:
         made = {int: Int, float: Float}.get(setting.kind, Unicode)(default, allow_none=none)
     made.help = setting.where(CONFIG, "help")

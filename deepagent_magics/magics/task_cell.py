@@ -15,7 +15,6 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
-from IPython.display import Markdown, display
 from traitlets import observe
 
 from ..core.loop.agent import DeepAgent
@@ -23,7 +22,7 @@ from ..core.model.lm import NoLMError, lm_label, make_lm, resolve_lm
 from ..core.loop.profiles import available_profiles
 from ..core.run.run import Run
 from ..core.run.session import NamespaceBusy
-from ..display import show_run
+from ..display import show_result, show_run
 from ..settings import agent_keywords
 from ..tuning import programs
 from . import agents, control, followup, gateway_settings, setting_flags
@@ -33,6 +32,7 @@ from .arguments import (
     check_mcp_servers,
     check_workspace,
     interpolate,
+    lm_option_values,
     make_workspace,
     one_line,
     parse_flags,
@@ -124,7 +124,7 @@ class DeepAgentMagics(SettingTraits):
             print(f"deepagent: restored your variables {names}; the agent's values are in _deepagent_run.reverted")
         control.summarize(run)
         if run.result is not None and not getattr(view, "shows_result", False) and run.status != "stopped":
-            display(Markdown(str(run.result)))
+            show_result(run.result)
 
     def build_agent(self, args: Any) -> DeepAgent:
         """A `DeepAgent` from the cell's flags over the configured defaults; a bad value is a UsageError."""
@@ -140,11 +140,11 @@ class DeepAgentMagics(SettingTraits):
         tools = agents.notebook_tools(settings["tools"], namespace)
         as_type = agents.root_settings(self, settings["profile"], namespace, settings["max_depth"], tools)
         with user_errors():
-            lm = resolve_lm(settings["lm"], namespace=namespace)
+            lm = resolve_lm(settings["lm"], namespace=namespace, options=settings["lm_options"])
             agent = DeepAgent(**{
                 **agent_keywords(settings),  # every setting DeepAgent takes, as the table says
                 "lm": lm,
-                "sub_lm": make_lm(settings["sub_lm"], namespace),
+                "sub_lm": make_lm(settings["sub_lm"], namespace, settings["lm_options"]),
                 "pool": self._subagent_pool(settings),
                 "tools": as_type.get("tools", tools),
                 "instructions": as_type.get("instructions"),  # --profile NAME of one of the user's types
@@ -178,10 +178,12 @@ class DeepAgentMagics(SettingTraits):
             updates["workspace"] = check_workspace(updates["workspace"])
         if "profile" in updates and updates["profile"] not in available_profiles() + list(self.agent_types):
             raise UsageError(f"unknown profile {updates['profile']!r}; choose one of: {', '.join(available_profiles())}")
+        if "lm_options" in updates:
+            updates["lm_options"] = lm_option_values(updates["lm_options"], {} if args.reset else self.lm_options)
         with user_errors():
             for name in ("lm", "sub_lm"):
                 if name in updates:
-                    make_lm(updates[name], self.shell.user_ns)
+                    make_lm(updates[name], self.shell.user_ns, updates.get("lm_options", self.lm_options))
         if "mcp_servers" in updates:
             updates["mcp_servers"] = check_mcp_servers(updates["mcp_servers"])
         if "skills_dir" in updates:

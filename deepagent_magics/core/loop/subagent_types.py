@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ...errors import InvalidValue
+from ..model.local_server import is_local
 from .notebook_tools import as_tool, check_tool
 from .profiles import Profile, available_profiles
 
@@ -82,7 +83,7 @@ class SubAgentType:
         if self.lm is not None and not isinstance(self.lm, str) and not hasattr(self.lm, "forward"):
             raise InvalidValue(f"sub-agent type {self.name!r}: lm must be an LM or a model id, "
                              f"not {type(self.lm).__name__}")
-        if isinstance(self.lm, str) and "/" not in self.lm.strip("/"):
+        if isinstance(self.lm, str) and "/" not in self.lm.strip("/") and not is_local(self.lm):
             raise InvalidValue(f"sub-agent type {self.name!r}: lm {self.lm[:80]!r} is not a model id like "
                              "'openai/gpt-4o-mini'")
         object.__setattr__(self, "description", " ".join(self.description.split()))
