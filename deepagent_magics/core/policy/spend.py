@@ -52,10 +52,11 @@ CAPS = ("max_cost", "max_tokens", "max_time")
 WAIT_SLICE = 0.25  # seconds between re-checks while calls in flight decide whether a call fits
 UNKNOWN_COST_WARNING = ("the provider reported no cost for {model}: --max-cost cannot hold for its calls "
                         "(they count $0); cap tokens with --max-tokens")
-# Tools that call the LM: name -> the argument holding a batch. ``__dspy_call__`` runs a predictor the
-# agent's code built with DSPy's sandbox facade: admitted as one call (a facade-built RLM's own later
-# calls are counted, not checked one by one).
-LM_TOOLS = {"llm_query": None, "llm_query_batched": "prompts", "__dspy_call__": None}
+# Tools that call the LM: name -> the argument holding a batch. ``__dspy_call__`` (a predictor the agent's
+# code built with DSPy's sandbox facade) is not one: each LM call the predictor makes is admitted on its
+# own where it reaches the host LM (`model.facade_requests.RequestLM`), so a facade-built ReAct or RLM
+# cannot run past a cap on one admission.
+LM_TOOLS = {"llm_query": None, "llm_query_batched": "prompts"}
 
 
 class CapReached(DeepAgentError, RuntimeError):
@@ -186,6 +187,10 @@ class SpendBudget:
         if reason is not None:
             self.reached = self.reached or reason
             raise CapReached(f"spend cap: {reason}; no further LM call starts")
+
+    def holding(self) -> bool:
+        """Whether this thread has admitted calls in flight (an LM call inside one is part of it)."""
+        return getattr(self._held, "n", 0) > 0
 
     def check(self) -> None:
         """`CapReached` (the reason `admit` gives) when what is spent already reaches a cap; else nothing."""
