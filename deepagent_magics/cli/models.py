@@ -19,12 +19,13 @@ import dspy
 
 from ..core.model.local_server import is_local, local_lm
 from ..core.model.local_weights import LocalModelError
+from ..errors import UserError
 from ..testing import ScriptedLM
 
 SCRIPTED = "scripted:"
 
 
-class ModelError(ValueError):
+class ModelError(UserError, ValueError):
     """A model name the command line cannot use; the message is one line."""
 
 

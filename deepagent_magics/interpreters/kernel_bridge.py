@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 from dspy.utils.callback import with_callbacks
 
+from ..errors import DeepAgentSignal
 from ..core.loop.tool_binding import run_coroutine
 from ..core.model.facade_requests import facade_requests
 from ..core.policy import approval
@@ -44,7 +45,7 @@ CANCEL_EVERY = 0.2  # seconds between raises in a tool that has not left yet
 CANCEL_FOR = 60.0  # then give up (a tool blocked in C for longer ends when it wakes: the bridge checks)
 
 
-class SubAgentCancelled(BaseException):
+class SubAgentCancelled(DeepAgentSignal):
     """Raised in a host tool whose sub-agent was stopped (a BaseException: `except Exception` can't eat it)."""
 
 

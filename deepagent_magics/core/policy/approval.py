@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...errors import DeepAgentError, InvalidValue
 from ..run.secrets import scrub
 from .risk import Risk, analyse, parse_rules
 from ..run.stopping import StopRun
@@ -51,7 +52,7 @@ RELAY_WAIT = 1.0  # seconds before a question the run's own thread has not taken
 MAX_ANSWERS = 20  # unreadable answers before the block is refused (an `input` that never says y/n/a/q)
 
 
-class NoStdin(Exception):
+class NoStdin(DeepAgentError):
     """There is no one to ask (no stdin)."""
 
 
@@ -100,7 +101,7 @@ def check_policy(policy: Any) -> Any:
     """``policy`` if it is one; a ValueError (one line) if not."""
     if callable(policy) or policy in POLICIES:
         return policy
-    raise ValueError(f"unknown approval policy {policy!r}; use never, risky, always or a callable (proposal) -> decision")
+    raise InvalidValue(f"unknown approval policy {policy!r}; use never, risky, always or a callable (proposal) -> decision")
 
 
 def policy_label(policy: Any) -> str:

@@ -25,6 +25,7 @@ import zmq
 from jupyter_client import AsyncKernelManager, BlockingKernelClient
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 
+from ...errors import DeepAgentError
 from ...core.loop.tool_binding import run_coroutine
 from .. import kernel_side
 from ..kernel_side import RUNTIME_NAME
@@ -52,7 +53,7 @@ _INSTALL = (
 )
 
 
-class KernelStartError(RuntimeError):
+class KernelStartError(DeepAgentError, RuntimeError):
     """A kernel could not be started (a missing kernel spec, a kernel that died at start-up)."""
 
 
