@@ -46,6 +46,32 @@ def test_the_quickstart_says_what_the_agent_found(tmp_path, monkeypatch):
     assert (tmp_path / "workspace" / "report.md").is_file()
 
 
+def test_the_demo_with_a_real_model_shows_the_run_working_as_it_goes(tmp_path, monkeypatch):
+    """``DEEPAGENT_LM=local make demo``: a step takes tens of seconds, so the terminal sees each cell's output
+    as it is printed, with the text display's line per step, not one silent wait for the whole notebook."""
+    monkeypatch.delenv("DEEPAGENT_LM", raising=False)  # the scripted agent stands in for the slow model
+    copy = tmp_path / "01_quickstart.ipynb"
+    shutil.copyfile(NOTEBOOKS[0], copy)
+
+    class Terminal:
+        def __init__(self):
+            self.writes: list[str] = []
+
+        def write(self, text):
+            self.writes.append(text)
+
+        def flush(self):
+            pass
+
+    terminal = Terminal()
+    text = run_notebook(copy, echo=terminal)
+    shown = "".join(terminal.writes)
+    assert "3 of 5 regions fell in Q3" in text
+    steps = [i for i, write in enumerate(terminal.writes) if "] step " in write and "/12" in write]
+    assert len(steps) >= 4  # the text display's line per step, each written as the step finished
+    assert "finished: 4 steps" in shown and shown.index("step 1/12") < shown.index("finished: 4 steps")
+
+
 def test_a_headless_notebook_keeps_the_runs_final_summary_as_the_dashboards_text(tmp_path):
     """Read without widgets (GitHub, nbconvert, CI logs), the dashboard's output says how the run ended."""
     import nbformat

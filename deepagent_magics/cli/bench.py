@@ -13,17 +13,11 @@ import argparse
 import sys
 
 from ..core.model.lm import NoLMError, resolve_lm
-from ..core.model.lm_options import LMOptionError, parse_lm_options
-from ..tuning.bench import (
-    BenchError,
-    SuiteUnavailable,
-    UnknownSuite,
-    check_arguments,
-    parse_where,
-    run_suite,
-)
+from ..core.model.lm_options import parse_lm_options
+from ..errors import UserError
+from ..tuning.bench import check_arguments, parse_where, run_suite
 from ..tuning.progress import TextProgress
-from .models import ModelError, default_model, model_from_spec
+from .models import default_model, model_from_spec
 from .parser import UsageProblem
 
 
@@ -35,10 +29,10 @@ def run_bench(args: argparse.Namespace) -> int:
         where = parse_where(args.where)
         options = parse_lm_options(args.lm_options)
         lm = resolve_lm(model_from_spec(args.lm, options=options) or default_model(), options=options)
-    except (UnknownSuite, BenchError, ModelError, LMOptionError) as exc:
-        raise UsageProblem(str(exc)) from None
     except NoLMError:
         raise UsageProblem("no model: pass --lm openai/gpt-4o-mini (or scripted:FILE.json), or set DEEPAGENT_LM") from None
+    except UserError:  # an unknown suite, a bad argument or model id: main shows its one line
+        raise
     except ValueError as exc:
         raise UsageProblem(str(exc).splitlines()[0]) from None
     progress = TextProgress(f"bench {args.suite}", stream=_Null() if args.quiet else sys.stderr)
@@ -52,8 +46,8 @@ def run_bench(args: argparse.Namespace) -> int:
         report = run_suite(args.suite, lm, limit=args.limit, baselines=args.baselines, threads=args.threads,
                            out=args.out, cache_dir=args.cache_dir, split=args.split, agent=agent, progress=progress,
                            where=where)
-    except (SuiteUnavailable, BenchError) as exc:
-        raise UsageProblem(str(exc)) from None
+    except UserError:  # a suite that cannot be had: main shows its one line
+        raise
     except OSError as exc:
         raise UsageProblem(f"--out {args.out}: {exc.strerror or exc}") from None
     finally:

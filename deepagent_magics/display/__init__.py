@@ -6,10 +6,10 @@
 - `result`: the result as the cell's own Markdown output, made safe in one place
 """
 
-from .result import ResultOutput, safe_markdown, show_result
+from .result import show_result
 from .routing import Routed
 from .show import MODES, choose_mode, has_widget_frontend, show_record, show_run
 from .text import TextProgress, summary
 
-__all__ = ["ResultOutput", "safe_markdown", "show_result", "Routed", "MODES", "choose_mode", "has_widget_frontend", "show_record", "show_run", "TextProgress",
+__all__ = ["show_result", "Routed", "MODES", "choose_mode", "has_widget_frontend", "show_record", "show_run", "TextProgress",
            "summary"]

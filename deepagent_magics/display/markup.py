@@ -1,14 +1,19 @@
-"""The dashboard's HTML: pure functions from a run's parts to the markup its widgets show."""
+"""The dashboard's HTML: pure functions from a run's parts to the markup its widgets show.
+
+Every value from a run is escaped with `esc` (quotes too: ipywidgets' ``HTML`` sets ``innerHTML``,
+and a todo status sits in a ``class`` attribute), whoever wrote it (`core.run.model_text`).
+"""
 
 from __future__ import annotations
 
 import functools
-import html
 from pathlib import Path
 from typing import Any
 
 from ..core.run.run import Run
 from ..core.policy.spend import budget_of
+
+from ..core.run.model_text import escape
 
 PREVIEW_CHARS = 2000
 PREVIEW_LINES = 25
@@ -34,7 +39,8 @@ STYLE = """<style>
 
 
 def esc(text: Any) -> str:
-    return html.escape(str(text), quote=False)
+    """``text`` as HTML text or attribute value: ``<``, ``>``, ``&`` and both quotes escaped."""
+    return escape(text)
 
 
 def head_line(text: str, limit: int = 90) -> str:

@@ -7,9 +7,11 @@ import time
 from typing import Any
 
 from ..core.run.run import Usage
+from ..errors import UserError
 
 
-class NoSuchStep(ValueError):
+
+class NoSuchStep(UserError, ValueError):
     """A step number outside the run's steps; the message names the range."""
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 import dspy
 
+from ..errors import UserError
 from ..core.model.lm import lm_label, resolve_lm
 from .bench_report import BenchReport
 from .evaluate import evaluate
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 BENCH_BASELINES = (*BASELINES, DEEPAGENTS)  # deepagents: LangChain's, when installed (langchain_baseline)
 
 
-class BenchError(ValueError):
+class BenchError(UserError, ValueError):
     """A bad argument to the benchmark (a limit, a thread count, a baseline); the message is one line."""
 
 

@@ -93,7 +93,7 @@ def test_every_reader_says_abandoned_after_sigkill(killed):
     assert replay(record).status == "abandoned"
     notebook = to_notebook(record)
     assert notebook.metadata["deepagent"]["status"] == "abandoned"
-    assert "**abandoned**" in notebook.cells[0].source
+    assert "<strong>abandoned</strong>" in notebook.cells[0].source
     assert "abandoned" in STATUSES
 
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
+from ...errors import UserError
 
-class LMOptionError(ValueError):
+
+class LMOptionError(UserError, ValueError):
     """An ``--lm-option`` that is not ``KEY=VALUE`` with a usable key; the message is one line."""
 
 

@@ -104,7 +104,7 @@ def child_agent(parent: Any, session: Session, tree: Tree, child: Child) -> SubA
     else:
         agent.lm = parent.lm if parent.lm is not None else dspy.settings.lm
     agent.workspace = Path(session.workspace.root)
-    for name in ("max_subagents", "subagent_max_iters", "subagent_timeout", "max_parallel", "skills_dir",
+    for name in ("max_subagents", "subagent_max_iters", "subagent_timeout", "max_parallel", "skills_dir", "subagent_skills",
                  "retry_policy"):
         if hasattr(parent, name):
             setattr(agent, name, getattr(parent, name))

@@ -12,6 +12,7 @@ Each suite scores with its own published rule. `tuning.bench` runs them; docs/qu
 
 from __future__ import annotations
 
+from ...errors import UserError
 from .suite import Suite, Task
 from .dabench import DABench
 from .dabstep import DABstep
@@ -22,7 +23,7 @@ from .sklearn_data import SklearnData
 SUITES: dict[str, Suite] = {suite.name: suite for suite in (DABstep(), DABench(), Oolong(), SklearnData())}
 
 
-class UnknownSuite(ValueError):
+class UnknownSuite(UserError, ValueError):
     """No suite by that name; the message lists the suites."""
 
 

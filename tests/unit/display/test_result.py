@@ -1,26 +1,44 @@
-"""display/result.py: a run's result as the cell's own output, Markdown a model wrote made safe in one place."""
+"""display/result.py: a run's result is the cell's own output, a model's Markdown shown only sanitised."""
 
 from __future__ import annotations
 
-from deepagent_magics.display import ResultOutput, safe_markdown
+from html.parser import HTMLParser
+
+from IPython.core.interactiveshell import InteractiveShell
+
+from deepagent_magics.display import show_result
 
 
-def test_raw_html_is_escaped_and_markdown_is_left_to_render():
-    text = "**Done**\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n<script>alert(1)</script><img src=x onerror=y>"
-    safe = safe_markdown(text)
-    assert "<script" not in safe and "<img" not in safe
-    assert "&lt;script>alert(1)&lt;/script>&lt;img src=x onerror=y>" in safe
-    assert safe.startswith("**Done**\n\n| a | b |\n|---|---|\n| 1 | 2 |")
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
 
 
-def test_code_stays_as_written():
-    text = "Use `a < b` here:\n\n```python\nif x < 3:\n    print('<b>')\n```\nthen <b>bold</b>"
-    safe = safe_markdown(text)
-    assert "`a < b`" in safe and "if x < 3:\n    print('<b>')" in safe  # code renders literally: nothing to escape
-    assert safe.endswith("then &lt;b>bold&lt;/b>")
+def _shown(result, monkeypatch) -> dict:
+    bundles = []
+    shell = InteractiveShell.instance()
+    monkeypatch.setattr(shell.display_pub, "publish", lambda data, *a, **k: bundles.append(data))
+    show_result(result)
+    assert len(bundles) == 1
+    return bundles[0]
 
 
-def test_the_output_has_markdown_and_the_plain_text_fallback():
-    bundle = ResultOutput("<i>x</i> 42")._repr_mimebundle_()
-    assert bundle == {"text/markdown": "&lt;i>x&lt;/i> 42", "text/plain": "<i>x</i> 42"}
-    assert ResultOutput(42)._repr_mimebundle_()["text/plain"] == "42"
+def test_the_result_renders_as_html_and_keeps_a_plain_text_fallback(monkeypatch):
+    bundle = _shown("**Done**\n\n| a | b |\n|---|---|\n| 1 | 2 |", monkeypatch)
+    assert "text/markdown" not in bundle  # JupyterLab renders Markdown output as trusted
+    assert "<strong>Done</strong>" in bundle["text/html"] and "<table>" in bundle["text/html"]
+    assert bundle["text/plain"].startswith("**Done**")
+
+
+def test_script_and_handlers_a_model_wrote_do_not_survive(monkeypatch):
+    bundle = _shown("<script>alert(1)</script><img src=x onerror=y> [x](javascript:alert(1))", monkeypatch)
+    parser = _Tags()
+    parser.feed(bundle["text/html"])
+    assert "script" not in [tag for tag, _ in parser.tags]
+    assert not any(name.startswith("on") for _, attrs in parser.tags for name in attrs)
+    assert not any(value and value.lower().startswith("javascript:") for _, attrs in parser.tags
+                   for value in attrs.values())

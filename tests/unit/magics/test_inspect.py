@@ -67,7 +67,7 @@ def test_trace_rebuilds_the_dashboard_from_the_record(ip, two_runs):
     assert "double" in panels.children[0].children[1].value  # the todos
     assert "double.txt" in panels.children[1].children[1].value  # the tree
     assert "finished" in status.value and "iteration 3/20" in status.value
-    assert result_box.children[1].outputs[0]["data"]["text/markdown"] == "m=42"
+    assert "<p>m=42</p>" in result_box.children[1].outputs[0]["data"]["text/html"]
     assert isinstance(result_box, ipywidgets.VBox)
 
 
