@@ -91,6 +91,10 @@ def build_parser() -> Parser:
     run.add_argument("--pool-size", dest="pool_size", type=pool_size, default=0,
                      help="sub-agent kernels started ahead of need (default 0: on demand)")
     run.add_argument("--kernel-name", dest="kernel_name", help="kernel spec for sub-agents (default: this Python)")
+    run.add_argument("--subagent-network", dest="subagent_network", action="store_true",
+                     help="sub-agent kernels reach the network (default: their sandbox has none)")
+    run.add_argument("--require-sandbox", dest="require_sandbox", action="store_true",
+                     help="refuse sub-agents when their kernels cannot be sandboxed (bubblewrap) here")
     run.add_argument("--gateway-url", dest="gateway_url",
                      help="Jupyter gateway to start sub-agent kernels on (default: JUPYTER_GATEWAY_URL, else here)")
     run.add_argument("--gateway-token", dest="gateway_token",

@@ -18,6 +18,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from ..core import undo
 from ..core.approval import POLICIES, check_policy
 from ..core.risk import UnknownRule, parse_rules
+from ..display.markup import not_sandboxed_line
 from .arguments import one_line, parse_flags
 from .base import AgentMagicsBase
 
@@ -71,6 +72,9 @@ def summarize(run: Any) -> None:
         print(f"deepagent: {len(refused)} block(s) needed your approval and were not run "
               "(_deepagent_run.approvals says which and why)")
     line = summarize_changes(run)
+    if line:
+        print(line)
+    line = not_sandboxed_line(run)
     if line:
         print(line)
 

@@ -42,6 +42,7 @@ from .arguments import (
 
 
 _NONE = object()  # no _deepagent_run in the notebook yet
+ON_OFF = ("subagent_network", "require_sandbox")  # cell and config flags taking on/off
 
 
 @magics_class
@@ -68,7 +69,10 @@ class DeepAgentMagics(Magics):
     max_parallel = Int(4, help="Most sub-agents one delegate_batched runs at the same time.").tag(config=True)
     pool_size = Int(2, help="Sub-agent kernels kept started ahead of need (0: start each on demand).").tag(config=True)
     kernel_name = Unicode(None, allow_none=True, help="Kernel spec for sub-agents (default: this Python).").tag(config=True)
-    SETTINGS += ("max_depth", "max_subagents", "subagent_max_iters", "subagent_timeout", "max_parallel", "pool_size", "kernel_name")
+    subagent_network = Bool(False, help="Sub-agent kernels reach the network (off: their sandbox has none).").tag(config=True)
+    require_sandbox = Bool(False, help="Refuse sub-agents when their kernels cannot be sandboxed (bubblewrap) here.").tag(config=True)
+    SETTINGS += ("max_depth", "max_subagents", "subagent_max_iters", "subagent_timeout", "max_parallel", "pool_size", "kernel_name",
+                 "subagent_network", "require_sandbox")
     gateway_url = Unicode(None, allow_none=True, help="Jupyter gateway for sub-agent kernels (default: JUPYTER_GATEWAY_URL, else this machine).").tag(config=True)
     gateway_token = Unicode(None, allow_none=True, help="The gateway's auth token (default: JUPYTER_GATEWAY_AUTH_TOKEN).").tag(config=True)
     SETTINGS += ("gateway_url", "gateway_token")
@@ -127,6 +131,8 @@ class DeepAgentMagics(Magics):
     @argument("--subagent-max-iters", dest="subagent_max_iters", type=int, help="most code steps per sub-agent")
     @argument("--subagent-timeout", dest="subagent_timeout", type=float, help="seconds a sub-agent may run")
     @argument("--max-parallel", dest="max_parallel", type=int, help="most sub-agents running at once")
+    @argument("--subagent-network", dest="subagent_network", choices=["on", "off"], help="sub-agent kernels reach the network")
+    @argument("--require-sandbox", dest="require_sandbox", choices=["on", "off"], help="refuse unsandboxed sub-agents")
     @argument("-c", "--continue", dest="continue_run", nargs="?", const=followup.LAST, metavar="RUN",
               help="continue the last conversation, or RUN's")
     @argument("--new", action="store_true", help="start a new conversation (when continuing is the default)")
@@ -199,6 +205,8 @@ class DeepAgentMagics(Magics):
         for name, value in settings.items():
             if value is None:
                 settings[name] = getattr(self, name)
+            elif name in ON_OFF:
+                settings[name] = value == "on"
         check_positive("--max-iters", settings["max_iters"])
         check_positive("--max-llm-calls", settings["max_llm_calls"])
         check_seconds("--timeout", settings["timeout"])
@@ -262,6 +270,8 @@ class DeepAgentMagics(Magics):
     @argument("--max-parallel", dest="max_parallel", type=int)
     @argument("--pool-size", dest="pool_size", type=int, help="sub-agent kernels kept ready")
     @argument("--kernel-name", dest="kernel_name", help="kernel spec for sub-agents")
+    @argument("--subagent-network", dest="subagent_network", choices=["on", "off"], help="sub-agent kernels reach the network")
+    @argument("--require-sandbox", dest="require_sandbox", choices=["on", "off"], help="refuse unsandboxed sub-agents")
     @argument("--gateway-url", dest="gateway_url", help="Jupyter gateway to start sub-agent kernels on ('off': this machine)")
     @argument("--gateway-token", dest="gateway_token", help="the gateway's auth token")
     @argument("--continue", dest="continue_default", choices=["on", "off"], help="plain cells continue the conversation")
@@ -283,7 +293,7 @@ class DeepAgentMagics(Magics):
         """Show the deep agent defaults, or set them."""
         args = parse_flags(self.deepagent_config, line)
         updates = {name: getattr(args, name) for name in self.SETTINGS if getattr(args, name, None) is not None}
-        for name in ("quiet", "continue_default", "stream"):
+        for name in ("quiet", "continue_default", "stream", *ON_OFF):
             if name in updates:
                 updates[name] = updates[name] == "on"
         if updates.get("cells", 0) < 0:
@@ -322,12 +332,17 @@ class DeepAgentMagics(Magics):
     def _subagent_pool(self, settings: dict[str, Any]) -> Any:
         """The process-wide kernel pool at the configured size, warming in the background."""
         from ..interpreters.pool import default_pool
+        from ..interpreters.pool.sandbox import SandboxPolicy, refusal
 
         gateway = gateway_settings.make_gateway(gateway_settings.gateway_url(settings["gateway_url"]),
                                                 settings["gateway_token"])
-        pool = default_pool(settings["pool_size"], settings["kernel_name"] or None, gateway=gateway)
+        sandbox = SandboxPolicy(network=settings["subagent_network"], required=settings["require_sandbox"])
+        reason = sandbox.status() if gateway is None and settings["max_depth"] > 0 else None
+        if reason is not None and sandbox.required:
+            raise UsageError(refusal(reason))
+        pool = default_pool(settings["pool_size"], settings["kernel_name"] or None, gateway=gateway, sandbox=sandbox)
         if settings["max_depth"] > 0:
-            pool.warm()
+            pool.warm(str(settings["workspace"]))  # a sandboxed kernel can write only the workspace it starts for
         return pool
 
     def describe_config(self) -> str:

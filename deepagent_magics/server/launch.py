@@ -40,6 +40,8 @@ FLAGS: dict[str, tuple[str, type | tuple[type, ...]]] = {
     "subagent_max_iters": ("--subagent-max-iters", int),
     "subagent_timeout": ("--subagent-timeout", (int, float)),
     "max_parallel": ("--max-parallel", int),
+    "subagent_network": ("--subagent-network", bool),  # on/off
+    "require_sandbox": ("--require-sandbox", bool),
 }
 FIELDS = {"task", "kernel_id", "kernel_name", "workspace", *FLAGS}
 REPLY_TIMEOUT = 24 * 3600.0  # a run may be long; the wait for its cell's reply is only bookkeeping
@@ -86,7 +88,8 @@ def cell_code(run_id: str, task: str, workspace: Path, body: dict[str, Any]) -> 
     flags = ["--run-id", run_id, "--workspace", str(workspace), "--no-interpolate", "--display", "text"]
     for name, (flag, _) in FLAGS.items():
         if body.get(name) is not None:
-            flags += [flag, str(body[name])]
+            value = body[name]
+            flags += [flag, ("on" if value else "off") if isinstance(value, bool) else str(value)]
     line = " ".join(shlex.quote(flag) for flag in flags)
     return ("get_ipython().run_line_magic('load_ext', 'deepagent_magics')\n"
             f"get_ipython().run_cell_magic('deepagent', {line!r}, {task!r})\n")
@@ -108,6 +111,10 @@ def check_body(body: Any) -> dict[str, Any]:
     for name, (_, kind) in FLAGS.items():
         value = body.get(name)
         if value is None:
+            continue
+        if kind is bool:
+            if not isinstance(value, bool):
+                raise RequestError(400, f"\"{name}\" must be true or false")
             continue
         if isinstance(value, bool) or not isinstance(value, kind):
             raise RequestError(400, f"\"{name}\" must be {'a number' if kind != str else 'a string'}")

@@ -82,13 +82,7 @@ class SandboxPolicy:
 
 def refusal(reason: str) -> str:
     return (f"sub-agents must run sandboxed (--require-sandbox) but bubblewrap cannot run here: {reason}; "
-            "install bubblewrap (apt-get install bubblewrap) or allow unsandboxed sub-agents")
-
-
-def not_sandboxed_line(reason: str) -> str:
-    """The one line a run shows when its sub-agents start unsandboxed."""
-    return (f"deepagent: sub-agents are not sandboxed ({reason}): their code can write wherever you can; "
-            "install bubblewrap, or --require-sandbox to refuse")
+            "install bubblewrap (apt-get install bubblewrap), or --require-sandbox off")
 
 
 def unavailable(network: bool = False) -> str | None:
@@ -140,7 +134,7 @@ def wrap(argv: list[str], *, workspace: str, kernel_dir: str, network: bool = Fa
     """``argv`` run inside ``bwrap``: see the module's docstring for what the kernel sees."""
     workspace, kernel_dir = os.path.realpath(workspace), os.path.realpath(kernel_dir)
     home = os.path.realpath(home or os.path.expanduser("~"))
-    hidden = [path for path in {"/tmp", "/run", "/var/tmp", home, *_host_folders()} if _covers_nothing_needed(path)]
+    hidden = [path for path in {"/tmp", "/run", home, *_host_folders()} if _covers_nothing_needed(path)]
     mounts: list[tuple[str, int, list[str]]] = []  # (path, rank at equal depth, bwrap arguments)
     for path in hidden:
         if os.path.isdir(path):

@@ -1,0 +1,312 @@
+"""A sub-agent runs in a sandbox (issue 21): it writes its workspace and nothing else.
+
+Each attack runs as a sub-agent's code, in a real kernel from a real pool (through ``delegate``
+where the run matters): it tries to write outside the workspace, to read the user's home (a fake
+HOME in the test's folder, with a key, notes and an IPython startup file), to change the host's
+state in ``.deepagent`` (and ``.git``, and a Python environment inside the workspace), to leave a
+process behind by exiting on its own, and to connect to a listener on the host's 127.0.0.1.
+Where bubblewrap cannot run (played by pointing the sandbox at a program that does not exist),
+the run says so, the record and the displays mark the sub-agents, and the setting that requires
+the sandbox refuses. Every test here fails with an unsandboxed kernel (``KernelPool(sandbox=None)``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import socket
+import tempfile
+import textwrap
+import time
+
+import psutil
+import pytest
+from IPython.core.error import UsageError
+
+from deepagent_magics import DeepAgent
+from deepagent_magics.display.markup import not_sandboxed_line
+from deepagent_magics.display.text import TextProgress
+from deepagent_magics.interpreters.kernel import KernelInterpreter
+from deepagent_magics.interpreters.pool import KernelPool, sandbox
+from deepagent_magics.interpreters.pool.sandbox import SandboxPolicy
+from deepagent_magics.testing import ScriptedLM
+
+pytestmark = [pytest.mark.kernel,
+              pytest.mark.skipif(sandbox.unavailable() is not None, reason=f"no sandbox here: {sandbox.unavailable()}")]
+
+
+@pytest.fixture(scope="module")
+def pool():
+    pool = KernelPool(size=0)  # each test's workspace is another one: a kernel is started for it
+    yield pool
+    pool.stop()
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A fake user home: a key, notes, an IPython startup file and a Jupyter folder."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE-KEY-d41d8cd9")
+    (home / "notes.txt").write_text("my notes")
+    startup = home / ".ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "00-host.py").write_text("HOST_STARTUP_RAN = True\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("IPYTHONDIR", raising=False)
+    return home
+
+
+def run_in_kernel(pool, workspace, code: str, prelude: str = "") -> dict:
+    """Run ``code`` (which binds ``report``) as a sub-agent's REPL does; the report as JSON."""
+    interpreter = KernelInterpreter(pool=pool, cwd=str(workspace))
+    try:
+        code = prelude + textwrap.dedent(code) + "\nimport json\nprint(json.dumps(report))"
+        return json.loads(interpreter.execute(code))
+    finally:
+        interpreter.shutdown()
+
+
+TRY_WRITE = """
+def try_write(path):
+    try:
+        with open(path, 'w') as handle:
+            handle.write('planted by a sub-agent')
+        return 'written'
+    except OSError as exc:
+        return type(exc).__name__
+"""
+
+
+# --------------------------------------------------------------------------- files
+def test_a_sub_agent_writes_its_workspace_and_nothing_else(pool, tmp_path, home):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    outside = tempfile.mkdtemp(prefix="deepagent-outside-", dir="/var/tmp")  # on the host's disk, not a tmpfs
+    targets = {"beside": str(tmp_path / "beside.txt"), "elsewhere": os.path.join(outside, "planted.txt"),
+               "home": str(home / "planted.txt")}
+    lm = ScriptedLM(scripts={
+        "ROOT": [("Delegate.", "print(delegate('CHILD: write everywhere'))"), ("Done.", "SUBMIT(result='ok')")],
+        "CHILD": [("Write.", TRY_WRITE + f"report = {{name: try_write(path) for name, path in {targets!r}.items()}}\n"
+                                         "report['workspace'] = try_write('mine.txt')\nSUBMIT(result=report)")],
+    })
+    try:
+        run = DeepAgent(lm=lm, workspace=workspace, pool=pool, timeout=60).run("ROOT: go")
+        assert run.status == "finished", run.error
+        [child] = run.children
+        assert child.status == "finished", child.error
+        assert (workspace / "mine.txt").read_text() == "planted by a sub-agent"
+        assert [name for name, path in targets.items() if os.path.exists(path)] == []
+        assert child.config["sandbox"] == {"sandbox": "bubblewrap", "network": False}  # the record says so
+    finally:
+        for name in os.listdir(outside):
+            os.unlink(os.path.join(outside, name))
+        os.rmdir(outside)
+
+
+def test_a_sub_agent_cannot_see_the_users_home_or_ipython_startup(pool, tmp_path, home):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    report = run_in_kernel(pool, workspace, f"""
+        import os
+        home = {str(home)!r}
+        report = {{'listing': sorted(os.listdir(home)) if os.path.isdir(home) else None,
+                   'key': os.path.exists(os.path.join(home, '.ssh', 'id_ed25519')),
+                   'notes': os.path.exists(os.path.join(home, 'notes.txt')),
+                   'startup_ran': 'HOST_STARTUP_RAN' in globals(), 'HOME': os.environ['HOME']}}
+    """)
+    assert report["listing"] in ([], [".ipython"], [".ipython", ".local"]), report  # an empty home of its own
+    assert not report["key"] and not report["notes"] and not report["startup_ran"], report
+
+
+def test_a_workspace_that_holds_the_home_still_hides_the_homes_secrets(pool, home):
+    report = run_in_kernel(pool, home, prelude=TRY_WRITE, code="""
+        import os
+        report = {'key': os.path.exists('.ssh/id_ed25519'), 'notes': open('notes.txt').read(),
+                  'startup': os.path.exists('.ipython/profile_default/startup/00-host.py'),
+                  'write': try_write('new.txt')}
+    """)
+    assert report == {"key": False, "notes": "my notes", "startup": False, "write": "written"}
+    assert (home / ".ssh" / "id_ed25519").read_text() == "PRIVATE-KEY-d41d8cd9"
+
+
+def test_host_state_git_and_a_python_environment_in_the_workspace_are_read_only(pool, tmp_path, monkeypatch):
+    workspace = tmp_path / "ws"
+    record = workspace / ".deepagent" / "runs" / "r1.json"
+    record.parent.mkdir(parents=True)
+    record.write_text('{"status": "finished"}')
+    (workspace / ".git" / "hooks").mkdir(parents=True)
+    site = workspace / ".venv" / "site-packages"  # the host imports from here
+    site.mkdir(parents=True)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(site)])))
+    report = run_in_kernel(pool, workspace, prelude=TRY_WRITE, code="""
+        import os
+        def attempt(action):
+            try:
+                action()
+                return 'done'
+            except OSError as exc:
+                return type(exc).__name__
+        report = {
+            'new record': try_write('.deepagent/runs/planted.json'),
+            'overwrite': try_write('.deepagent/runs/r1.json'),
+            'delete': attempt(lambda: os.remove('.deepagent/runs/r1.json')),
+            'replace the folder': attempt(lambda: os.rename('.deepagent', 'moved')),
+            'checkpoint': attempt(lambda: os.makedirs('.deepagent/checkpoints/default')),
+            'git hook': try_write('.git/hooks/pre-commit'),
+            'module the host imports': try_write('.venv/site-packages/sitecustomize.py'),
+            'workspace': try_write('fine.txt'),
+        }
+    """)
+    assert report.pop("workspace") == "written"
+    assert set(report.values()) <= {"OSError", "PermissionError"}, report  # EROFS, EBUSY for the mount
+    assert record.read_text() == '{"status": "finished"}'
+    assert sorted(os.listdir(record.parent)) == ["r1.json"] and not (workspace / "moved").exists()
+    assert not (workspace / ".git" / "hooks" / "pre-commit").exists()
+    assert not (site / "sitecustomize.py").exists()
+
+
+# --------------------------------------------------------------------------- processes
+def marked(mark: str) -> list[psutil.Process]:
+    found = []
+    for process in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if mark in (process.info["cmdline"] or []) and process.info["status"] != psutil.STATUS_ZOMBIE:
+                found.append(process)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_no_process_outlives_a_kernel_that_exits_by_itself(pool, tmp_path):
+    """Item 4: a new session, a setsid double fork, then os._exit: the kernel's subreaper role ends with it."""
+    mark = f"{random.randint(100, 199)}.{random.randint(10**8, 10**9)}"
+    lm = ScriptedLM(scripts={
+        "ROOT": [("Delegate.", "print(delegate('CHILD: leave something running'))"), ("Done.", "SUBMIT(result='ok')")],
+        "CHILD": [("Escape and exit.", textwrap.dedent(f"""
+            import os, subprocess
+            subprocess.Popen(['sleep', {mark!r}], start_new_session=True)
+            if os.fork() == 0:
+                os.setsid()
+                if os.fork() == 0:
+                    os.execvp('sleep', ['sleep', {mark!r}])
+                os._exit(0)
+            import time; time.sleep(0.5)
+            os._exit(1)
+        """))],
+    })
+    try:
+        run = DeepAgent(lm=lm, workspace=tmp_path, pool=pool, timeout=60).run("ROOT: go")
+        assert run.status == "finished", run.error
+        assert "kernel died" in run.steps[0].output
+        deadline = time.monotonic() + 10
+        while marked(mark) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert marked(mark) == []
+    finally:
+        for process in marked(mark):
+            process.kill()
+
+
+# --------------------------------------------------------------------------- network
+@pytest.fixture
+def listener():
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    server.settimeout(0.2)
+    yield server
+    server.close()
+
+
+CONNECT = """
+import socket
+try:
+    socket.create_connection(('127.0.0.1', {port}), timeout=3).close()
+    report = 'connected'
+except OSError as exc:
+    report = type(exc).__name__
+"""
+
+
+def accepted(server: socket.socket) -> bool:
+    try:
+        server.accept()[0].close()
+        return True
+    except socket.timeout:
+        return False
+
+
+def test_network_off_a_sub_agent_cannot_reach_a_listener_on_the_hosts_loopback(pool, tmp_path, listener):
+    assert run_in_kernel(pool, tmp_path, CONNECT.format(port=listener.getsockname()[1])) != "connected"
+    assert not accepted(listener)
+
+
+def test_network_on_by_the_setting_it_can(tmp_path, listener):
+    with KernelPool(size=0, sandbox=SandboxPolicy(network=True)) as networked:
+        assert run_in_kernel(networked, tmp_path, CONNECT.format(port=listener.getsockname()[1])) == "connected"
+        assert networked.isolation == {"sandbox": "bubblewrap", "network": True}
+    assert accepted(listener)
+
+
+# --------------------------------------------------------------------------- where it cannot run
+@pytest.fixture
+def no_bwrap(monkeypatch):
+    """This machine as one without bubblewrap."""
+    monkeypatch.setattr(sandbox, "BWRAP", "deepagent-no-such-bwrap")
+    sandbox.forget_probes()
+    yield
+    sandbox.forget_probes()
+
+
+def test_without_bubblewrap_sub_agents_run_marked_not_sandboxed_and_the_run_says_so(tmp_path, no_bwrap):
+    lm = ScriptedLM(scripts={
+        "ROOT": [("Delegate.", "print(delegate('CHILD: hi'))"), ("Done.", "SUBMIT(result='ok')")],
+        "CHILD": [("Hi.", "SUBMIT(result='hi')")],
+    })
+    lines: list[str] = []
+    with KernelPool(size=0) as unsandboxed:
+        agent = DeepAgent(lm=lm, workspace=tmp_path, pool=unsandboxed, timeout=60)
+        from deepagent_magics.core.run import Run
+
+        run = Run("ROOT: go")
+        progress = TextProgress(run, stream=type("Lines", (), {"write": lines.append, "flush": lambda self: None})())
+        agent.run(run.task, run=run)
+        progress.close()
+    assert run.status == "finished", run.error
+    [child] = run.children
+    assert child.config["sandbox"] == {"sandbox": "none", "reason": "deepagent-no-such-bwrap is not installed"}
+    record = json.loads((tmp_path / ".deepagent" / "runs" / f"{run.id}.json").read_text())
+    [recorded] = record["steps"][0]["children"]
+    assert recorded["config"]["sandbox"]["sandbox"] == "none"
+    assert "[not sandboxed]" in "".join(lines)
+    line = not_sandboxed_line(run)
+    assert line.startswith("deepagent: sub-agents ran NOT sandboxed (deepagent-no-such-bwrap is not installed)")
+    assert "\n" not in line
+
+
+def test_requiring_the_sandbox_refuses_where_it_cannot_run(tmp_path, no_bwrap, ip):
+    lm = ScriptedLM(scripts={
+        "ROOT": [("Delegate.", "print(delegate('CHILD: hi'))"), ("Done.", "SUBMIT(result='ok')")],
+        "CHILD": [("Hi.", "SUBMIT(result='hi')")],
+    })
+    with KernelPool(size=0, sandbox=SandboxPolicy(required=True)) as strict:
+        run = DeepAgent(lm=lm, workspace=tmp_path, pool=strict, timeout=60).run("ROOT: go")
+    assert run.status == "finished" and run.children[0].status == "failed"
+    assert "--require-sandbox" in run.steps[0].output and run.children[0].steps == []
+    # In the notebook: one line, before anything runs.
+    ip.user_ns["lm"] = lm
+    with pytest.raises(UsageError, match="must run sandboxed"):
+        ip.run_cell_magic("deepagent", "--lm lm --require-sandbox on", "ROOT: go")
+    assert "_deepagent_run" not in ip.user_ns
+
+
+def test_a_gateways_kernels_are_recorded_as_confined_by_the_gateway():
+    from deepagent_magics.interpreters.pool.gateway import Gateway
+
+    pool = KernelPool(size=0, gateway=Gateway("http://127.0.0.1:9"))
+    try:
+        assert pool.isolation == {"sandbox": "gateway"}
+    finally:
+        pool.stop()
