@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 PIP     := $(BIN)/python -m pip install -q --disable-pip-version-check
 
-.PHONY: demo test bench clean chromium
+.PHONY: demo test test-fast bench clean chromium
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -22,6 +22,11 @@ demo: $(VENV)/.installed-test
 
 test: $(VENV)/.installed-test+browser+optimize chromium
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+
+# The tests that need no kernel, browser, server or other process, on both cores (a few minutes).
+FAST_MARKS := not kernel and not browser and not server and not subprocess and not realmodel
+test-fast: $(VENV)/.installed-test+browser+optimize
+	DEEPAGENT_FAST_TESTS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 -m "$(FAST_MARKS)" tests
 
 # The browser test drives Debian's chromium: installed here when we can (root with apt-get); otherwise
 # the test fails and says how to get it (DEEPAGENT_SKIP_BROWSER=1 turns that into a named skip).

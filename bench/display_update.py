@@ -50,7 +50,7 @@ def measure(steps: int = 500, rounds: int = 3, modes: tuple[str, ...] = ("widget
     from IPython import get_ipython
 
     from deepagent_magics.display import show_run
-    from deepagent_magics.core.run import Run
+    from deepagent_magics.core.run.run import Run
 
     shell = get_ipython()
     workspace = tempfile.mkdtemp(prefix="bench-dash-")

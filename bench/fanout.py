@@ -129,7 +129,7 @@ def _construction_seconds(count: int = 10) -> float:
 def _profile_subagent(count: int = 5) -> dict[str, Any]:
     """pyinstrument over ``count`` scripted sub-agents run one by one on this thread, kernels from a warm pool."""
     from deepagent_magics.tools.delegation import Budget, SubAgent, Tree
-    from deepagent_magics.core.run import Run
+    from deepagent_magics.core.run.run import Run
     from deepagent_magics.testing import ScriptedLM
 
     from .common import profile

@@ -137,7 +137,7 @@ def deepagent_kernel(script: list[Action]) -> "peers.Play":
     import tempfile
 
     from deepagent_magics.tools.delegation import Budget, SubAgent, Tree
-    from deepagent_magics.core.run import Run
+    from deepagent_magics.core.run.run import Run
 
     from .trajectory import dspy_steps
 

@@ -93,7 +93,7 @@ def _plain_write_file(root: str) -> Callable[[str, str], str]:
 
 
 def _deepagent_instructions() -> str:
-    from deepagent_magics.core.profiles import load_profile
+    from deepagent_magics.core.loop.profiles import load_profile
 
     return load_profile("default").instructions()
 
@@ -101,7 +101,7 @@ def _deepagent_instructions() -> str:
 def plain_rlm(peer: str, script: list[Action], factory: Any, workspace: str | None = None,
               notebook_variables: str = "(the notebook has no user variables yet)") -> Play:
     """``dspy.RLM`` with DeepAgent's signature and instructions on ``factory``."""
-    from deepagent_magics.core.agent import build_signature
+    from deepagent_magics.core.loop.agent import build_signature
 
     play = Play(peer)
     workspace = workspace or tempfile.mkdtemp(prefix="bench-ws-")

@@ -5,7 +5,7 @@ request, the share of its characters (system message, then the user message) tha
 next request starts with: what a prefix cache (OpenAI's automatic one, Anthropic's marked
 system block) can serve from cache on the following step. The instructions and tool docs
 head every request unchanged; the REPL history only grows, so only the iteration counter
-and the newest step differ (`deepagent_magics.core.caching`).
+and the newest step differ (`deepagent_magics.core.model.caching`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def requests(steps: int) -> list[str]:
 
 
 def run(config: Config) -> dict[str, Any]:
-    from deepagent_magics.core.caching import stable_prefix_share
+    from deepagent_magics.core.model.caching import stable_prefix_share
 
     steps = 10 if config.smoke else 50
     texts = requests(steps)

@@ -46,7 +46,7 @@ def run(config: Config) -> dict[str, Any]:
 
     namespace = _namespace(1000 if not config.smoke else 100)
     summary_times = _time_summary(namespace, config.reps(normal=30, smoke=3))
-    from deepagent_magics.core.namespace import summarize_namespace
+    from deepagent_magics.core.loop.variables import summarize_namespace
 
     summary_text = summarize_namespace(namespace)
     summary_ms = median(summary_times)
@@ -122,7 +122,7 @@ def _namespace(count: int) -> dict[str, Any]:
 
 
 def _time_summary(namespace: dict[str, Any], repeat: int) -> list[float]:
-    from deepagent_magics.core.namespace import summarize_namespace
+    from deepagent_magics.core.loop.variables import summarize_namespace
 
     summarize_namespace(namespace)
     samples = []

@@ -129,7 +129,7 @@ def _delegated() -> float:
     import tempfile
 
     from deepagent_magics import DeepAgent
-    from deepagent_magics.core.run import RUN_STARTED, STEP_FINISHED, STEP_STARTED, SUBAGENT_STARTED
+    from deepagent_magics.core.run.run import RUN_STARTED, STEP_FINISHED, STEP_STARTED, SUBAGENT_STARTED
     from deepagent_magics.testing import ScriptedLM
 
     child_task = "Start-up probe: sum some squares"

@@ -15,19 +15,19 @@ import warnings
 
 # old module -> the modules its names now live in (the first is the one to import instead)
 MOVED = {
-    "agent": ["core.agent", "interpreters.shell"],
-    "run": ["core.run", "interpreters.steps"],
-    "session": ["core.session", "core.calling"],
-    "observer": ["core.observer"],
-    "lm": ["core.lm"],
-    "namespace": ["core.namespace"],
-    "profiles": ["core.profiles"],
-    "workspace": ["core.workspace"],
-    "shell_interpreter": ["interpreters.shell", "interpreters.time_limit", "core.agent"],
+    "agent": ["core.loop.agent", "interpreters.shell"],
+    "run": ["core.run.run", "interpreters.steps"],
+    "session": ["core.run.session", "core.loop.tool_binding"],
+    "observer": ["core.loop.pipeline", "core.model.usage_sink"],
+    "lm": ["core.model.lm"],
+    "namespace": ["core.loop.variables"],
+    "profiles": ["core.loop.profiles"],
+    "workspace": ["core.workspace.workspace"],
+    "shell_interpreter": ["interpreters.shell", "interpreters.time_limit", "core.loop.agent"],
     "capture": ["interpreters.capture"],
-    "kernel_interpreter": ["interpreters.kernel", "core.agent"],
+    "kernel_interpreter": ["interpreters.kernel", "core.loop.agent"],
     "kernel_side": ["interpreters.kernel_side"],
-    "kernel_pool": ["interpreters.pool.pool", "interpreters.pool.kernel", "interpreters.pool.lifecycle"],
+    "kernel_pool": ["interpreters.pool.pool", "interpreters.pool.pooled_kernel", "interpreters.pool.lifecycle"],
     "delegation": ["tools.delegation.tools", "tools.delegation.supervise", "tools.delegation.subagent",
                    "tools.delegation.child", "tools.delegation.tree", "tools.delegation.verdict"],
     "dashboard": ["display.dashboard", "display.markup"],
@@ -39,6 +39,27 @@ MOVED = {
     "programs": ["tuning.programs"],
     "demo": ["demos.quickstart"],
     "optimize_demo": ["demos.optimize"],
+    # before core/ had rooms (issue 19); core.run and core.workspace are the rooms' packages now
+    **{f"core.{old}": [f"core.{new}"] for old, new in {
+        "safe_fs": "workspace.safe_fs", "patterns": "workspace.patterns", "skills": "workspace.skills",
+        "redaction": "run.secrets", "session": "run.session", "stopping": "run.stopping",
+        "threads": "run.conversations", "spend": "policy.spend", "approval": "policy.approval",
+        "risk": "policy.risk", "risk_tables": "policy.risk_tables", "steering": "policy.steering",
+        "undo": "policy.undo", "fingerprint": "policy.fingerprint", "lm": "model.lm",
+        "lm_requests": "model.facade_requests", "caching": "model.caching", "retries": "model.retries",
+        "replies": "model.replies", "streaming": "model.step_streaming",
+        "query_streaming": "model.query_streaming", "failures": "model.failures",
+        "compaction": "model.compaction", "agent": "loop.agent", "observer": "loop.pipeline",
+        "attempts": "loop.attempts", "ending": "loop.ending", "namespace": "loop.variables",
+        "profiles": "loop.profiles", "calling": "loop.tool_binding", "notebook_tools": "loop.notebook_tools",
+        "subagent_types": "loop.subagent_types", "extensions": "loop.extensions"}.items()},
+    "core.observer": ["core.loop.pipeline", "core.model.usage_sink"],
+    "records.redaction": ["core.run.secrets"],
+    "records.threads": ["records.conversations"],
+    "tools.mcp": ["tools.mcp_servers"],
+    "interpreters.pool.kernel": ["interpreters.pool.pooled_kernel"],
+    "magics.run": ["magics.task_cell"],
+    "magics.base": ["magics.configured"],
 }
 PACKAGE = __name__.rpartition(".")[0]
 
@@ -62,7 +83,7 @@ class _MovedLoader(importlib.abc.Loader):
 
 class _MovedFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path, target=None):
-        package, _, old = fullname.rpartition(".")
+        package, _, old = fullname.partition(".")
         if package != PACKAGE or old not in MOVED:
             return None
         return importlib.util.spec_from_loader(fullname, _MovedLoader(old))

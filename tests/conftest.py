@@ -8,6 +8,9 @@ import tempfile
 
 # Hypothesis keeps caches (unicode data) in its storage directory: a temporary one, not the repository.
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", tempfile.mkdtemp(prefix="deepagent-hypothesis-"))
+# The host key that signs records and checkpoints (records/host_key.py): a temporary one, never the user's
+# (kernels the tests start inherit it).
+os.environ.setdefault("DEEPAGENT_HOST_KEY", os.path.join(tempfile.mkdtemp(prefix="deepagent-host-"), "host.key"))
 
 import dspy  # noqa: E402
 import pytest  # noqa: E402
@@ -39,7 +42,9 @@ def ip(_shell, tmp_path, monkeypatch):
     monkeypatch.delenv("DEEPAGENT_LM", raising=False)
     _shell.reset(new_session=False)
     _shell.run_line_magic("deepagent_config", "--reset")
-    _shell.run_line_magic("deepagent_config", f"--workspace {tmp_path} --quiet on")
+    # No kernels warmed for sub-agents a test does not start: a sandboxed kernel serves one workspace, and
+    # each test's is new (tests that delegate set --pool-size).
+    _shell.run_line_magic("deepagent_config", f"--workspace {tmp_path} --quiet on --pool-size 0")
     with dspy.context(lm=None):
         yield _shell
     _shell.reset(new_session=False)
@@ -77,3 +82,23 @@ def _sigint_is_left_as_it_was():
     if after is not before:
         signal.signal(signal.SIGINT, before)
         pytest.fail(f"this test left SIGINT's handler changed ({after!r}, was {before!r})")
+
+
+# `make test-fast` runs the tests that need no kernel, browser, server or other process (not marked kernel,
+# browser, server, subprocess or realmodel) with DEEPAGENT_FAST_TESTS=1: a test that starts a process
+# anyway fails and says which mark it needs, so the fast set stays what its name says.
+FAST = os.environ.get("DEEPAGENT_FAST_TESTS") == "1"
+
+
+@pytest.fixture(autouse=True)
+def _fast_tests_start_no_process(monkeypatch):
+    if FAST:
+        import subprocess
+
+        def refuse(*args, **kwargs):
+            raise AssertionError("this test starts a process: mark it kernel, browser, server or subprocess "
+                                 "(pyproject.toml's markers), so that make test-fast leaves it out")
+
+        monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+        monkeypatch.setattr(os, "fork", refuse)
+    yield

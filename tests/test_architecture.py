@@ -14,9 +14,15 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "deepagent_magics"
 MAX_LINES = 400
 
+MAX_MODULES = 16  # per folder
+
+# The core's rooms, bottom to top: each may import only the rooms below it (docs/architecture.md).
+CORE_ROOMS = ["core.workspace", "core.run", "core.policy", "core.model", "core.loop"]
+
 # What each room may import from the package (besides itself and the standard library).
 ALLOWED = {
-    "core": set(),
+    **{here: set(CORE_ROOMS[:i]) for i, here in enumerate(CORE_ROOMS)},
+    "core": set(CORE_ROOMS),  # core/__init__.py: the core's public names
     "interpreters": {"core"},
     "tools": {"core", "interpreters"},
     "records": {"core"},
@@ -41,19 +47,14 @@ def modules() -> dict[str, Path]:
     return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
-def _type_checking(node: ast.AST) -> bool:
-    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-
-
 def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
-    """The package modules ``name`` imports (at any level, except under ``if TYPE_CHECKING``)."""
+    """The package modules ``name`` imports, at any level (``if TYPE_CHECKING`` imports count too: a
+    cycle that closes only for the type checker still means the code cannot be read bottom-up)."""
     tree = ast.parse(path.read_text())
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if _type_checking(node):
-            return
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names if alias.name in known)
         elif isinstance(node, ast.ImportFrom):
@@ -83,13 +84,21 @@ def graph() -> dict[str, set[str]]:
 
 
 def room(name: str) -> str:
+    """``core.<room>`` inside the core, else the top-level subpackage (or module) of the package."""
     parts = name.split(".")
+    if len(parts) > 2 and parts[1] == "core":
+        return f"core.{parts[2]}"
     return parts[1] if len(parts) > 1 else ""
+
+
+def allowed(here: str, there: str) -> bool:
+    permitted = ALLOWED[here]
+    return there == here or there in permitted or (there.startswith("core.") and "core" in permitted)
 
 
 def test_the_graph_sees_imports(graph):
     """The walker itself: it must see relative, absolute and function-level imports."""
-    assert "deepagent_magics.core.run" in graph["deepagent_magics.core.agent"]
+    assert "deepagent_magics.core.run.run" in graph["deepagent_magics.core.loop.agent"]
     assert "deepagent_magics.interpreters.kernel" in graph["deepagent_magics.tools.delegation.subagent"]
     assert "deepagent_magics.display.dashboard" in graph["deepagent_magics.display.show"]  # imported in a function
 
@@ -123,9 +132,41 @@ def test_layers_point_one_way(graph):
             continue
         for target in targets:
             there = room(target)
-            if there and there != here and there not in ALLOWED[here]:
+            if there and not allowed(here, there):
                 wrong.append(f"{name} imports {target}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_core_rooms_are_stacked_one_way(graph):
+    """The walker applies the core's order: a lower room importing a higher one is caught."""
+    assert not allowed("core.run", "core.policy") and allowed("core.loop", "core.run")
+    assert allowed("tools", "core.loop") and not allowed("core.loop", "tools")
+
+
+def test_no_folder_holds_more_than_a_room_should():
+    counts: dict[Path, int] = {}
+    for path in PACKAGE.rglob("*.py"):
+        if path.name not in ("__init__.py", "__main__.py"):
+            counts[path.parent] = counts.get(path.parent, 0) + 1
+    crowded = {str(folder.relative_to(PACKAGE)): n for folder, n in counts.items() if n > MAX_MODULES}
+    assert not crowded, f"folders over {MAX_MODULES} modules: {crowded}"
+
+
+def test_a_file_name_repeats_only_for_one_idea_at_two_layers():
+    """Two modules may share a file name only when they are the same idea at two layers, and then each
+    one's docstring names the other (``tools/memory.py``), so a reader knows which one to open."""
+    by_name: dict[str, list[Path]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        if path.name not in ("__init__.py", "__main__.py"):
+            by_name.setdefault(path.name, []).append(path)
+    unexplained = []
+    for paths in by_name.values():
+        for path in paths:
+            doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+            for other in paths:
+                if other != path and str(other.relative_to(PACKAGE)) not in doc:
+                    unexplained.append(f"{path.relative_to(PACKAGE)} does not name {other.relative_to(PACKAGE)}")
+    assert not unexplained, "\n".join(unexplained)
 
 
 def test_nothing_imports_the_top_level_package(graph):
@@ -142,17 +183,17 @@ def test_modules_are_short_and_say_what_they_are():
 def test_the_public_api():
     from deepagent_magics import DeepAgent, Event, KernelPool, Run, ScriptedLM, ShellInterpreter  # noqa: F401
 
-    assert DeepAgent.__module__ == "deepagent_magics.core.agent"
+    assert DeepAgent.__module__ == "deepagent_magics.core.loop.agent"
     assert KernelPool.__module__ == "deepagent_magics.interpreters.pool.pool"
 
 
 @pytest.mark.parametrize("old, name, new", [
     ("kernel_pool", "KernelPool", "deepagent_magics.interpreters.pool.pool"),
     ("delegation", "parse_verdict", "deepagent_magics.tools.delegation.verdict"),
-    ("run", "Run", "deepagent_magics.core.run"),
+    ("run", "Run", "deepagent_magics.core.run.run"),
     ("agent", "ShellInterpreterFactory", "deepagent_magics.interpreters.shell"),
     ("evaluate", "Metric", "deepagent_magics.tuning.examples"),
-    ("workspace", "Workspace", "deepagent_magics.core.workspace"),
+    ("workspace", "Workspace", "deepagent_magics.core.workspace.workspace"),
 ])
 def test_old_import_paths_work_with_a_deprecation_warning(old, name, new):
     sys.modules.pop(f"deepagent_magics.{old}", None)

@@ -16,7 +16,7 @@ from ipywidgets.widgets.widget import _instances
 
 from deepagent_magics import display
 from deepagent_magics.display.dashboard import DASHBOARD_CLASS, PAGE_SIZE
-from deepagent_magics.core.run import Run
+from deepagent_magics.core.run.run import Run
 from deepagent_magics.testing import ScriptedLM
 
 SCRIPT = [
@@ -89,7 +89,8 @@ def test_after_a_scripted_run_the_widgets_hold_the_todos_the_tree_the_steps_and_
     assert steps[2].selected_index == 0 and steps[0].selected_index is None  # newest open
     output_widget = result_box.children[1]
     assert result_box.layout.display is None
-    assert output_widget.outputs[0]["data"]["text/markdown"] == "Total: 42"
+    assert output_widget.outputs[0]["data"]["text/html"] == '<div class="deepagent-result"><p>Total: 42</p>\n</div>'
+    assert "text/markdown" not in output_widget.outputs[0]["data"]  # a model's Markdown is never trusted
 
 
 def drive_nested_run(run: Run) -> None:
@@ -180,7 +181,7 @@ def test_a_late_step_costs_what_an_early_step_does(workspace, monkeypatch):
 def test_the_tree_is_patched_from_file_events_and_rescanned_for_files_code_wrote_itself(workspace, monkeypatch):
     """Tool writes show at once without re-reading the workspace; a file the agent's code wrote with
     open() shows when the tree is next scanned (at most every few seconds, and when the run ends)."""
-    from deepagent_magics.core.workspace import Workspace
+    from deepagent_magics.core.workspace.workspace import Workspace
     from deepagent_magics.display import dashboard as dashboard_module
 
     monkeypatch.setattr(dashboard_module, "TREE_RESCAN_SECONDS", 3600.0)  # no time-based rescan in this test

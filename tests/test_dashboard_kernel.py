@@ -18,7 +18,7 @@ def run_cell(client, code):
 
 SETUP = """
 import contextvars, threading
-from deepagent_magics.core.run import Run
+from deepagent_magics.core.run.run import Run
 from deepagent_magics.display import choose_mode, show_run
 stale = contextvars.copy_context()  # a worker's context from an earlier request
 """

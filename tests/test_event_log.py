@@ -14,7 +14,7 @@ import time
 import pytest
 
 from deepagent_magics import DeepAgent
-from deepagent_magics.core.run import RUN_FINISHED, STEP_STARTED, Run
+from deepagent_magics.core.run.run import RUN_FINISHED, STEP_STARTED, Run
 from deepagent_magics.interpreters.pool import KernelPool
 from deepagent_magics.records import EventLogWriter, events_path, follow_events, read_events
 from deepagent_magics.testing import ScriptedLM
@@ -137,10 +137,11 @@ def test_results_and_data_that_are_not_json_still_make_lines(workspace):
     assert len(log.events) == len(read_events(events_path(workspace, run.id)).events)
 
 
+@pytest.mark.subprocess
 def test_a_process_killed_mid_run_leaves_a_log_that_reads_as_ended_mid_run(tmp_path):
     script = textwrap.dedent(f"""
         from deepagent_magics import DeepAgent
-        from deepagent_magics.core.run import Run
+        from deepagent_magics.core.run.run import Run
         from deepagent_magics.testing import ScriptedLM
         steps = [(f"Step {{i}}.", f"import time\\nprint({{i}})\\ntime.sleep(0.2)") for i in range(200)]
         run = Run("killed task", run_id="KILLED-RUN")

@@ -269,7 +269,7 @@ def test_the_command_line_runs_sub_agents_on_the_gateway_from_the_environment(ga
 INTERRUPT_HOST = """
 import json, sys
 from deepagent_magics import DeepAgent
-from deepagent_magics.core.run import Run
+from deepagent_magics.core.run.run import Run
 from deepagent_magics.interpreters.pool import KernelPool
 from deepagent_magics.interpreters.pool.gateway import Gateway
 from deepagent_magics.testing import ScriptedLM

@@ -13,11 +13,12 @@ from dspy.primitives.code_interpreter import CodeExecutionError, CodeInterpreter
 
 from deepagent_magics.interpreters.kernel import KernelInterpreter, KernelInterpreterFactory
 from deepagent_magics.interpreters.pool import KernelPool
-from deepagent_magics.core.run import Run
-from deepagent_magics.core.session import Session
+from deepagent_magics.core.run.run import Run
+from deepagent_magics.core.run.session import Session
+from deepagent_magics.core.loop.tool_binding import binder
 from deepagent_magics.testing import ScriptedLM
 from deepagent_magics.tools import write_file
-from deepagent_magics.core.workspace import Workspace
+from deepagent_magics.core.workspace.workspace import Workspace
 
 pytestmark = pytest.mark.kernel
 
@@ -103,7 +104,7 @@ def test_tool_calls_run_on_the_host_and_return_their_value(make, tmp_path):
     run = Run("task")
     session = Session(run, Workspace(tmp_path, on_write=run.record_file))
     interpreter = make(tools={"lookup": lookup, "strict": strict, "write_file": write_file},
-                       wrap_tool=session.wrap_tool)
+                       wrap_tool=binder(session))
     out = interpreter.execute(
         "r = lookup('a', default=4)\n"
         "try:\n    strict(5)\nexcept ValueError as exc:\n    print('caught', exc)\n"

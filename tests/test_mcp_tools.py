@@ -17,9 +17,11 @@ import pytest
 
 from deepagent_magics import DeepAgent
 from deepagent_magics.testing import ScriptedLM
-from deepagent_magics.tools import mcp as mcp_tools_module
-from deepagent_magics.tools.mcp import MCPError, close_all
+from deepagent_magics.tools import mcp_servers as mcp_tools_module
+from deepagent_magics.tools.mcp_servers import MCPError, close_all
 from servers import free_port
+
+pytestmark = pytest.mark.subprocess  # make test-fast leaves these out
 
 SERVER = textwrap.dedent('''
     import os, sys

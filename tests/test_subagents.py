@@ -327,7 +327,7 @@ INTERRUPT_HOST = """
 import json, sys
 from deepagent_magics import DeepAgent
 from deepagent_magics.interpreters.pool import KernelPool, live_kernel_pids
-from deepagent_magics.core.run import Run
+from deepagent_magics.core.run.run import Run
 from deepagent_magics.testing import ScriptedLM
 
 pool = KernelPool(size=2).warm()

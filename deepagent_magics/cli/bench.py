@@ -3,6 +3,8 @@
 The table goes to stdout as Markdown, progress to stderr, and the Markdown, JSON and answer
 files to ``--out``. Bad input (an unknown suite or baseline, a limit or thread count below 1,
 no model, a suite that cannot be downloaded) is one line and exit status 2.
+
+The benchmark itself is tuning/bench.py; the notebook's front door is magics/bench.py.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..core.lm import NoLMError, resolve_lm
+from ..core.model.lm import NoLMError, resolve_lm
 from ..tuning.bench import (
     BenchError,
     SuiteUnavailable,
@@ -25,7 +27,7 @@ from .parser import UsageProblem
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    from ..core.agent import DeepAgent
+    from ..core.loop.agent import DeepAgent
 
     try:
         check_arguments(args.suite, args.limit, args.baselines, args.threads)

@@ -7,16 +7,18 @@ run id) becomes a `UsageProblem`: one line on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
-from ..core.agent import DeepAgent
-from ..core.lm import NoLMError, resolve_lm
-from ..core.profiles import UnknownProfile, available_profiles
-from ..core.run import Run
+from ..core.loop.agent import DeepAgent
+from ..core.model.lm import NoLMError, resolve_lm
+from ..core.loop.profiles import UnknownProfile, available_profiles
+from ..core.run.run import Run
+from ..core.run.model_text import plain
 from ..display.markup import not_sandboxed_line
 from ..display.text import TextProgress, summary
 from ..records.export import write_notebook
@@ -48,6 +50,42 @@ def run_task(args: argparse.Namespace) -> int:
         raise UsageProblem("no model: pass --lm openai/gpt-4o-mini (or scripted:FILE.json), or set DEEPAGENT_LM") from None
     except ValueError as exc:  # DEEPAGENT_LM holding something that is not a model id
         raise UsageProblem(str(exc).splitlines()[0]) from None
+    with agent_output_to_stderr():
+        run = _run(args, task, lm, sub_lm, namespace, workspace)
+    if run is None:
+        return 130
+    return _report(run, workspace, args.json)
+
+
+@contextlib.contextmanager
+def agent_output_to_stderr() -> Iterator[None]:
+    """While the agent works, file descriptor 1 is stderr: stdout is for the answer alone.
+
+    Agent code's prints are captured per step, but what is written to the descriptor itself
+    (``os.system``, ``subprocess``, ``os.write(1, ...)``, ``sys.__stdout__``, a sub-agent kernel
+    started now) would land in ``deepagent run ... > answer.md``. The descriptor is pointed at
+    stderr and put back afterwards, before the answer is printed.
+    """
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no stdout at all (closed): nothing to keep clean
+        yield
+        return
+    try:
+        yield
+    finally:
+        for stream in (sys.stdout, sys.__stdout__):
+            with contextlib.suppress(Exception):
+                stream.flush()  # what was buffered while fd 1 was stderr goes there, not to the answer
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _run(args: argparse.Namespace, task: str, lm: Any, sub_lm: Any, namespace: dict[str, Any],
+         workspace: Path) -> Run | None:
+    """The run, ended (None: interrupted, said on stderr)."""
     pool = _pool(args) if args.max_depth > 0 else None
     try:
         agent = DeepAgent(
@@ -62,7 +100,7 @@ def run_task(args: argparse.Namespace) -> int:
             agent.run(task, namespace, run=run)
         except KeyboardInterrupt:
             print(f"deepagent: interrupted after {len(run.steps)} steps (run {run.id})", file=sys.stderr)
-            return 130
+            return None
         finally:
             if progress is not None:
                 progress.close()
@@ -71,7 +109,7 @@ def run_task(args: argparse.Namespace) -> int:
     finally:
         if pool is not None:
             pool.stop()  # no sub-agent kernel outlives the command
-    return _report(run, workspace, args.json)
+    return run
 
 
 def _pool(args: argparse.Namespace) -> Any:
@@ -118,9 +156,10 @@ def _report(run: Run, workspace: Path, as_json: bool) -> int:
         record.pop("_path", None)
         print(json.dumps(record, indent=2, default=str))
     elif run.status == "finished":
-        print(run.result if run.result is not None else "")
+        result = run.result if run.result is not None else ""
+        print(plain(result) if sys.stdout.isatty() else result)  # a terminal never acts on a model's escapes
     if run.status != "finished":
-        print(f"deepagent: run {run.id} {summary(run)}", file=sys.stderr)
+        print(plain(f"deepagent: run {run.id} {summary(run)}"), file=sys.stderr)
         return 1
     return 0
 
@@ -130,7 +169,7 @@ def list_runs(args: argparse.Namespace) -> int:
     if not records:
         print(f"no recorded runs in {runs_dir(args.workspace)}", file=sys.stderr)
         return 0
-    print(runs_table(records))
+    print(plain(runs_table(records)))
     return 0
 
 
@@ -138,7 +177,7 @@ def trace(args: argparse.Namespace) -> int:
     record = _record(args.run, args.workspace)
     if args.step is not None:
         try:
-            print(format_step(record, args.step))
+            print(plain(format_step(record, args.step)))
         except NoSuchStep as exc:
             raise UsageProblem(str(exc)) from None
         return 0

@@ -8,6 +8,7 @@ limits); a mistake is one line on stderr (`UsageProblem`), never argparse's usag
 from __future__ import annotations
 
 import argparse
+import math
 
 APPROVAL_POLICIES = ("never",)  # no approval prompts exist yet: every tool call runs without asking
 
@@ -27,6 +28,8 @@ def positive(kind: type) -> callable:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a {'number' if kind is float else 'whole number'}") from None
+        if not math.isfinite(value):  # nan compares false to everything: it would turn a limit off
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
         if value <= 0:
             raise argparse.ArgumentTypeError(f"must be positive, got {text}")
         return value

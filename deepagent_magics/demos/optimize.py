@@ -9,6 +9,8 @@ the prompt, as a model's would, so tuning has something to find:
   catalogue codes are upper case;
 - the reflection model reads the metric's feedback and, when it says the case is
   wrong, adds that rule to the instructions.
+
+The optimisers themselves are tuning/optimize.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The dashboard's steering controls: stop after this step, a note to the agent, edit the todo list.
 
-They post to the run tree's inbox (`core.steering`); the agent's loop reads it at its next step.
+They post to the run tree's inbox (`core.policy.steering`); the agent's loop reads it at its next step.
 Their widget messages are handled while the cell runs, on a kernel subshell (`subshell`), so a
 click takes effect without waiting for the cell to end. Where that cannot work (no subshells),
 the controls are not offered and a line says why.
@@ -16,8 +16,8 @@ from typing import Any
 
 import ipywidgets as W
 
-from ..core.run import Run
-from ..core.steering import steering_of
+from ..core.run.run import Run
+from ..core.policy.steering import steering_of
 from .markup import esc
 from .subshell import route_to_subshell
 

@@ -1,14 +1,19 @@
-"""The dashboard's HTML: pure functions from a run's parts to the markup its widgets show."""
+"""The dashboard's HTML: pure functions from a run's parts to the markup its widgets show.
+
+Every value from a run is escaped with `esc` (quotes too: ipywidgets' ``HTML`` sets ``innerHTML``,
+and a todo status sits in a ``class`` attribute), whoever wrote it (`core.run.model_text`).
+"""
 
 from __future__ import annotations
 
 import functools
-import html
 from pathlib import Path
 from typing import Any
 
-from ..core.run import Run
-from ..core.spend import budget_of
+from ..core.run.run import Run
+from ..core.policy.spend import budget_of
+
+from ..core.run.model_text import escape
 
 PREVIEW_CHARS = 2000
 PREVIEW_LINES = 25
@@ -34,7 +39,8 @@ STYLE = """<style>
 
 
 def esc(text: Any) -> str:
-    return html.escape(str(text), quote=False)
+    """``text`` as HTML text or attribute value: ``<``, ``>``, ``&`` and both quotes escaped."""
+    return escape(text)
 
 
 def head_line(text: str, limit: int = 90) -> str:
@@ -131,13 +137,13 @@ def status_line(run: Run, writing: float | None = None) -> str:
              f"{usage.lm_calls} LM calls", tokens_text(usage), f"${usage.cost:.4f}",
              f"{run.elapsed:.1f} s"]
     budget = budget_of(run)
-    if budget is not None and budget.capped:  # spend against each cap of the tree (core.spend)
+    if budget is not None and budget.capped:  # spend against each cap of the tree (core.policy.spend)
         parts.append(f'<span class="dag-spend">caps: {esc(budget.describe())}</span>')
     if run.error and run.status != "finished":
         parts.append(f'<span class="dag-error">{esc(head_line(run.error, 160))}</span>')
     reason = not_sandboxed(run)
     if reason is not None:
-        parts.append(f'<span class="dag-error" title="{html.escape(reason, quote=True)}">not sandboxed</span>')
+        parts.append(f'<span class="dag-error" title="{esc(reason)}">not sandboxed</span>')
     return f'<div class="dag-status">{" · ".join(parts)}</div>'
 
 

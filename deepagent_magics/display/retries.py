@@ -1,5 +1,5 @@
-"""What the dashboard shows while a run retries (``reply_retry`` from `core.attempts`, ``provider_retry``
-from `core.retries`).
+"""What the dashboard shows while a run retries (``reply_retry`` from `core.loop.attempts`, ``provider_retry``
+from `core.model.retries`).
 
 A retry is one line where it happens: for the step the model is being asked for, in the
 run's waiting area below its steps (root and sub-agents alike); for an ``llm_query`` made by
@@ -10,6 +10,8 @@ the newest retry replaces the one before. Once the step arrives (or finishes, fo
 ``llm_query``, "retried": the step's output says how the query ended) note; when the
 run ends instead, the line goes and the status line says why. Every text here is the model's
 or the provider's and is escaped: it is shown, never parsed.
+
+The retries themselves are core/model/retries.py.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 import ipywidgets as W
 
-from ..core.attempts import FORMAT_RETRIES, REPLY_RETRY
+from ..core.loop.attempts import FORMAT_RETRIES, REPLY_RETRY
 from .markup import esc
 from .streaming import below_steps
 

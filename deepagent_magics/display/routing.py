@@ -13,7 +13,7 @@ import contextvars
 import threading
 from typing import Callable
 
-from ..core.run import Event
+from ..core.run.run import Event
 
 
 class Routed:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..core.run import Run
+from ..core.run.run import Run
 from ..records.replay import replay
+from ..records.store import record_home
 from .routing import Routed
 from .text import TextProgress, summary
 
@@ -81,7 +82,10 @@ class WidgetWithSummary:
 
 
 def show_record(record: dict[str, Any], shell: Any = None, mode: str = "auto") -> Any:
-    """Show a past run again from its record: its events are replayed into a fresh view."""
+    """Show a past run again from its record: its events are replayed into a fresh view.
+
+    The dashboard's file tree and previews read the workspace the record was found in, never the
+    folder the record names (a planted record could name any folder)."""
     if choose_mode(shell, mode) == "text":
         views: list[TextProgress] = []
         replay(record, on_run=lambda run: views.append(TextProgress(run, show_result=True)))
@@ -93,7 +97,7 @@ def show_record(record: dict[str, Any], shell: Any = None, mode: str = "auto") -
     dashboards: list[Dashboard] = []
 
     def attach(run: Run) -> None:
-        dashboards.append(Dashboard(run))
+        dashboards.append(Dashboard(run, workspace=record_home(record)))
         run.subscribe(dashboards[0].on_event)
 
     replay(record, on_run=attach)

@@ -6,6 +6,8 @@ line can be rewritten (a terminal, a notebook): a log file (``deepagent run 2> l
 gets the lasting lines only.
 
 For terminals and for headless runs; `show.show_run` picks it when widgets cannot render.
+Every line goes out through `core.run.model_text.plain`: a model's escape sequences and
+carriage returns are shown, never acted on by the terminal.
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..core.attempts import REPLY_RETRY
-from ..core.compaction import COMPACTION
-from ..core.spend import budget_of
-from ..core.retries import PROVIDER_RETRY
-from ..core.run import RUN_FINISHED, STEP_FINISHED, SUBAGENT_STARTED, Event, Run
-from ..core.streaming import LLM_QUERY_STREAMING, STEP_STREAMING
+from ..core.loop.attempts import REPLY_RETRY
+from ..core.model.compaction import COMPACTION
+from ..core.policy.spend import budget_of
+from ..core.model.retries import PROVIDER_RETRY
+from ..core.run.run import RUN_FINISHED, STEP_FINISHED, SUBAGENT_STARTED, Event, Run
+from ..core.model.step_streaming import LLM_QUERY_STREAMING, STEP_STREAMING
 from .markup import not_sandboxed, step_mark, tokens_text
+from ..core.run.model_text import plain
 from .streaming import query_text_line, text_line
 from .routing import Routed
 
@@ -44,7 +47,7 @@ class TextProgress:
         if self._live:  # the updating line gives way to the lasting one
             stream.write("\r" + " " * self._live + "\r")
             self._live = 0
-        print(text, file=stream, flush=True)
+        print(plain(text), file=stream, flush=True)
 
     def _rewrites(self) -> bool:
         """Whether a line can be rewritten in place: a terminal or a notebook's output, not a log file."""
@@ -57,6 +60,7 @@ class TextProgress:
     def _write_live(self, text: str) -> None:
         """Rewrite the one updating line (a step being written) in place."""
         stream = self._out()
+        text = plain(text)
         stream.write("\r" + text.ljust(self._live))
         stream.flush()
         self._live = len(text)
@@ -67,7 +71,7 @@ class TextProgress:
         if event.kind == STEP_STREAMING:
             if self._rewrites():
                 self._write_live(text_line(run, event.data, indent))
-        elif event.kind == LLM_QUERY_STREAMING:  # an llm_query of a running step (core/query_streaming.py)
+        elif event.kind == LLM_QUERY_STREAMING:  # an llm_query of a running step (core/model/query_streaming.py)
             if self._rewrites() and not event.data.get("done"):
                 self._write_live(query_text_line(run, event.data, indent))
         elif event.kind == STEP_FINISHED:
@@ -85,7 +89,7 @@ class TextProgress:
             data = event.data
             self._write(f"{indent}[{run.id[-6:]}] ⟲ compacted steps 1-{data.get('summarized')} in the prompt "
                         f"({data.get('chars_before', 0):,} → {data.get('chars_after', 0):,} chars; history() has them all)")
-        elif event.kind in (REPLY_RETRY, PROVIDER_RETRY):  # core/attempts.py, core/retries.py
+        elif event.kind in (REPLY_RETRY, PROVIDER_RETRY):  # core/loop/attempts.py, core/model/retries.py
             data = event.data
             what = (f"reply {data.get('attempt')} unreadable ({data.get('problem')}): asking again"
                     if event.kind == REPLY_RETRY else f"{data.get('cause')}: retrying in {data.get('wait', 0):g} s")

@@ -9,7 +9,7 @@ Each step is one ``execute_request`` (see `kernel_side`); what the code prints
 and displays comes back on the iopub channel, and how it ended (ok, SUBMIT,
 error) in the ``execute_reply``. Tool calls go to the host over the stdin channel:
 the kernel's tool stubs call ``input()`` with a JSON request, the host runs the
-tool (through ``session.wrap_tool``, so it acts on the sub-agent's run) and
+tool (through ``tool_binding.bind_tool``, so it acts on the sub-agent's run) and
 answers with the JSON result (`kernel_bridge`). Every tool works this way, ``llm_query``
 and ``delegate`` included, and so does DSPy's sandbox ``dspy`` facade, whose requests
 are checked first (`facade_guard`): a kernel never makes the host import or evaluate
@@ -37,10 +37,10 @@ from dspy.primitives.code_interpreter import (
 from dspy.primitives.facade import HOST_TOKEN_VAR
 from dspy.utils.callback import with_callbacks
 
-from ..core.agent import DEFAULT_TIMEOUT
-from ..core.calling import accept_positional
-from ..core.run import Run
-from ..core.session import Session
+from ..core.loop.agent import DEFAULT_TIMEOUT
+from ..core.loop.tool_binding import accept_positional, binder
+from ..core.run.run import Run
+from ..core.run.session import Session
 from .capture import bundle_to_text
 from .kernel_bridge import ToolBridge
 from .kernel_side import RESULT_SOURCE, RUNTIME_NAME, SETUP_FILENAME
@@ -76,7 +76,7 @@ class KernelInterpreter(ToolBridge, StepInterpreter):
         timeout: seconds one code block may run (time spent in tools does not count);
             then the kernel is interrupted, and killed if it does not stop.
         run: the `Run` whose open step each execution closes with its output.
-        wrap_tool: how a tool is called on the host (``Session.wrap_tool``).
+        wrap_tool: how a tool is called on the host (``core.loop.tool_binding.binder``).
         cwd: the directory the kernel works in (the workspace).
         on_start: called with the interpreter once it has its kernel.
         cancelled: set when this interpreter is stopped (the session's ``cancelled`` event,
@@ -360,7 +360,7 @@ class KernelInterpreterFactory:
             pool=self.pool,
             timeout=self.timeout,
             run=session.run if session else None,
-            wrap_tool=session.wrap_tool if session else None,
+            wrap_tool=binder(session),
             cwd=str(session.workspace.root) if session else None,
             on_start=self.on_start,
             cancelled=getattr(session, "cancelled", None),

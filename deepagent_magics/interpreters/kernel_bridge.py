@@ -25,8 +25,8 @@ from typing import Any, Callable
 
 from dspy.utils.callback import with_callbacks
 
-from ..core.calling import run_coroutine
-from ..core.lm_requests import facade_requests
+from ..core.loop.tool_binding import run_coroutine
+from ..core.model.facade_requests import facade_requests
 from .async_raise import raise_in, take_back
 from .facade_guard import FacadeGuard
 from .kernel_side import TOOL_PROMPT

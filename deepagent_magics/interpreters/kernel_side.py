@@ -89,6 +89,12 @@ def make_submit(names):
     return SUBMIT
 
 
+# CPython 3.11 counts the AST converter's recursion depth per interpreter, not per thread: two threads
+# parsing or compiling an AST at once (evaluation runs examples in threads) can fail with "SystemError: AST
+# constructor recursion depth mismatch" (CPython gh-106905). Agent code is parsed and compiled under this lock.
+AST_LOCK = threading.Lock()
+
+
 def exec_step(body, tail, filename, namespace):
     """Run a step's statements, then evaluate its trailing expression (``tail``, or None): its value.
 
@@ -101,8 +107,11 @@ def exec_step(body, tail, filename, namespace):
     before, trace = sys.exc_info()[1], sys.gettrace()  # put back with the real settrace: agent code may patch it
     error = None
     try:
-        exec(compile(body, filename, "exec"), namespace)
-        value = eval(compile(tail, filename, "eval"), namespace) if tail is not None else None
+        with AST_LOCK:
+            statements = compile(body, filename, "exec")
+            expression = compile(tail, filename, "eval") if tail is not None else None
+        exec(statements, namespace)
+        value = eval(expression, namespace) if expression is not None else None
     except BaseException as exc:  # noqa: BLE001 - raised again below, outside any handler
         error = exc
     _settrace(trace)
@@ -195,7 +204,8 @@ class Runtime:
             self.steps += 1
         filename = SETUP_FILENAME if setup else f"{STEP_PREFIX} {self.steps}>"
         try:
-            tree = ast.parse(code, filename=filename, mode="exec")
+            with AST_LOCK:
+                tree = ast.parse(code, filename=filename, mode="exec")
         except SyntaxError as exc:
             return {"status": "syntax_error", "message": exc.msg, "lineno": exc.lineno, "offset": exc.offset,
                     "text": exc.text}

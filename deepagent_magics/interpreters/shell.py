@@ -29,12 +29,13 @@ from typing import Any, Callable
 from dspy.primitives.code_interpreter import CodeExecutionError, CodeInterpreterError, FinalOutput
 from dspy.utils.callback import with_callbacks
 
-from ..core.agent import DEFAULT_TIMEOUT
-from ..core.calling import accept_positional, awaiting, copy_metadata
-from ..core.run import Run
-from ..core.session import Session
+from ..core.loop.agent import DEFAULT_TIMEOUT
+from ..core.loop.tool_binding import accept_positional, awaiting, binder, copy_metadata
+from ..core.run.run import Run
+from ..core.run.session import Session
 from .capture import capture_displays, capture_streams
 from .kernel_side import (
+    AST_LOCK,
     STEP_PREFIX,
     Submitted,
     echo,
@@ -186,7 +187,8 @@ class ShellInterpreter(StepInterpreter):
         values_before = dict(self.namespace) if is_facade else None
 
         filename = "<deepagent setup>" if is_facade else f"{STEP_PREFIX} {self._executions}>"
-        tree = ast.parse(code, filename=filename, mode="exec")
+        with AST_LOCK:  # one thread at a time (kernel_side.AST_LOCK says why)
+            tree = ast.parse(code, filename=filename, mode="exec")
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         body, tail = split_trailing_expression(tree)
         tracker = None if is_facade else self._tracker
@@ -331,7 +333,7 @@ class ShellInterpreterFactory:
     @classmethod
     def for_agent(cls, agent: Any, session: Session | None = None, namespace: dict[str, Any] | None = None,
                   shell: Any = None) -> "ShellInterpreterFactory":
-        """The root agent's interpreter (registered with `core.extensions`)."""
+        """The root agent's interpreter (registered with `core.loop.extensions`)."""
         return cls(namespace, session, agent.timeout, shell, getattr(agent, "undo_limit", DEFAULT_UNDO_LIMIT))
 
     def __call__(self) -> ShellInterpreter:
@@ -340,7 +342,7 @@ class ShellInterpreterFactory:
             self.namespace,
             timeout=self.timeout,
             run=session.run if session else None,
-            wrap_tool=session.wrap_tool if session else None,
+            wrap_tool=binder(session),
             shell=self.shell,
             undo_limit=self.undo_limit,
         )

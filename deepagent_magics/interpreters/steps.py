@@ -12,8 +12,8 @@ from typing import Any
 from dspy.primitives.code_interpreter import CodeInterpreterError, FinalOutput
 from dspy.primitives.facade import HOST_TOKEN_VAR
 
-from ..core import approval
-from ..core.run import Run
+from ..core.policy import approval
+from ..core.run.run import Run
 
 OUTPUT_LIMIT = 20_000
 
@@ -39,7 +39,7 @@ class StepInterpreter:
     def execute(self, code: str, variables: dict[str, Any] | None = None) -> Any:
         """Run ``code``; a step the run has open is closed with what it printed.
 
-        Every block passes the run's approval first (`core.approval`; DSPy's own set-up code
+        Every block passes the run's approval first (`core.policy.approval`; DSPy's own set-up code
         excepted): a refused block is not run, and its refusal is the step's output. Its time
         limit starts after that, so waiting for the user's answer never counts against it."""
         if not (variables and HOST_TOKEN_VAR in variables):

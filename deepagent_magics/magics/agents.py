@@ -9,7 +9,7 @@ again in the notebook for each ``%%deepagent`` cell (a redefined function is the
 checked now, so a mistake is one `UsageError` line and nothing is registered.
 
 ``--tools f,g`` (here, on ``%%deepagent``, in ``%deepagent_config``) names notebook functions
-(`notebook_tools`): each becomes a tool with its signature and docstring (`core.notebook_tools`).
+(`notebook_tools`): each becomes a tool with its signature and docstring (`core.loop.notebook_tools`).
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from IPython.core.error import UsageError
 from IPython.core.magic import cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..core.lm import make_lm
-from ..core.notebook_tools import as_tool, taken_names
-from ..core.profiles import available_profiles
-from ..core.subagent_types import PACKAGED_DESCRIPTIONS, SubAgentType, check_type_name
+from ..core.model.lm import make_lm
+from ..core.loop.notebook_tools import as_tool, taken_names
+from ..core.loop.profiles import available_profiles
+from ..core.loop.subagent_types import PACKAGED_DESCRIPTIONS, SubAgentType, check_type_name
 from ..tuning import programs
 from .arguments import one_line, parse_flags
-from .base import AgentMagicsBase
+from .configured import AgentMagicsBase
 
 OFF = ("off", "none", "")
 

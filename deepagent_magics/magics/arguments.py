@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from IPython.core.error import UsageError
 
-from ..core.redaction import scrub
+from ..core.run.secrets import scrub
 from .render import bounded_str
 
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -147,7 +147,7 @@ def make_workspace(value: str, flag: str = "--workspace") -> None:
         raise UsageError(f"{flag} {value}: cannot create the folder ({exc.strerror or exc})") from None
 def check_mcp_servers(specs: list[str]) -> list[str]:
     """``--mcp`` values: each server connected now, so one that cannot start is a UsageError here."""
-    from ..tools.mcp import MCPError, connect
+    from ..tools.mcp_servers import MCPError, connect
 
     specs = [_unquote(spec.strip()) for spec in specs]
     specs = [] if [spec.lower() for spec in specs] == ["off"] else specs

@@ -4,6 +4,8 @@
 
 Shows and returns the table (a `BenchReport`, also in ``_deepagent_bench``); every mistake is
 one `UsageError` line before anything runs. See docs/quality.md.
+
+The benchmark itself is tuning/bench.py; the shell's front door is cli/bench.py.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from ..tuning.bench import (
 from ..tuning.progress import progress_for
 from ..tuning.suites import SUITES
 from .arguments import check_out, parse_flags
-from .base import AgentMagicsBase
+from .configured import AgentMagicsBase
 
 
 @magics_class

@@ -1,8 +1,8 @@
 """The user in control: approval settings, the cell's summary of what a run changed, ``%deepagent_why``
-and ``%deepagent_undo`` (over ``run.changes``: ``interpreters/provenance.py``, ``core/undo.py``).
+and ``%deepagent_undo`` (over ``run.changes``: ``interpreters/provenance.py``, ``core/policy/undo.py``).
 
 ``--approve`` takes a policy name or the name of a notebook function ``(proposal) -> decision``
-(`core.approval`); ``--approve-rules`` the risk rules (`core.risk`). A bad one is one line.
+(`core.policy.approval`); ``--approve-rules`` the risk rules (`core.policy.risk`). A bad one is one line.
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..core import undo
-from ..core.approval import POLICIES, check_policy
-from ..core.risk import UnknownRule, parse_rules
+from ..core.policy import undo
+from ..core.policy.approval import POLICIES, check_policy
+from ..core.policy.risk import UnknownRule, parse_rules
+from ..interpreters.provenance import UserCells
 from ..display.markup import not_sandboxed_line
 from .arguments import one_line, parse_flags
-from .base import AgentMagicsBase
+from .configured import AgentMagicsBase
 
 
 MAX_UNDO_MB = 100_000.0
@@ -117,6 +118,18 @@ def _listed(names: list[str], most: int = 8) -> str:
 class ControlMagics(AgentMagicsBase):
     """``%deepagent_why NAME`` and ``%deepagent_undo [RUN]`` over the runs of this kernel session."""
 
+    def __init__(self, shell: Any = None, **kwargs: Any):
+        super().__init__(shell=shell, **kwargs)
+        self.user_cells = UserCells(shell)  # what the user's own cells assign: undo keeps it
+        if shell is not None:
+            shell.events.register("post_run_cell", self.user_cells.post_run_cell)
+
+    def stop_watching(self) -> None:
+        try:
+            self.shell.events.unregister("post_run_cell", self.user_cells.post_run_cell)
+        except ValueError:
+            pass
+
     @magic_arguments()
     @argument("name", help="a notebook variable")
     @line_magic
@@ -139,6 +152,8 @@ class ControlMagics(AgentMagicsBase):
                   else "  (it shadowed a builtin, so it was taken away when the run ended)")
         if getattr(run, "undone_at", None) is not None:
             print("  (that run has been undone since)")
+        if self.user_cells.since(name, change.get("_tick", 0)):
+            print("  (you have set it since, in a cell of your own)")
         if change["step"] is not None and 0 < change["step"] <= len(run.steps):
             step = run.steps[change["step"] - 1]
             if step.reasoning:
@@ -163,10 +178,8 @@ class ControlMagics(AgentMagicsBase):
                                  + (" (the id is ambiguous)" if matches else "; %deepagent_runs lists the runs"))
             run = matches[0]
         try:
-            report = undo.undo(run, self.shell.user_ns)
+            report = undo.undo(run, self.shell.user_ns, later=runs[runs.index(run) + 1:], user_cells=self.user_cells)
         except undo.AlreadyUndone as exc:
             raise UsageError(str(exc)) from None
-        lines = report.lines()
-        print(f"deepagent: undid run {run.id}" + (":" if lines else ": it changed nothing in the namespace"))
-        for text in lines:
-            print(text)
+        parts = report.parts()
+        print(f"deepagent: undid run {run.id}: " + ("; ".join(parts) if parts else "it changed nothing in the namespace"))

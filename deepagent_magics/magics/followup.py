@@ -2,7 +2,7 @@
 
 ``--continue [RUN]`` / ``-c`` continues the last conversation (or RUN's), ``--new`` starts
 one, and ``%deepagent_config --continue on`` makes continuing the default. The threads
-themselves live in `core.threads` (and in the run records, `records.threads`, after a
+themselves live in `core.run.conversations` (and in the run records, `records.conversations`, after a
 kernel restart). The agent also sees the user's last ``--cells N`` input cells from
 IPython's history, bounded and scrubbed of secrets, so it knows how their variables
 were made.
@@ -15,10 +15,10 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from ..core import threads
+from ..core.run import conversations as threads
 from ..records.checkpoint import scrub_assignments
-from ..records.redaction import Redactor, secret_values
-from ..records.threads import latest_thread
+from ..core.run.secrets import Redactor, secret_values
+from ..records.conversations import latest_thread
 
 CELL_CHARS = 800
 CELLS_BUDGET = 2500

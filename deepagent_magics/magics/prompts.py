@@ -19,12 +19,11 @@ from IPython.core.error import UsageError
 from IPython.core.magic import line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..core import extensions
-from ..core.profiles import load_profile, packaged_text
+from ..core.loop.profiles import load_profile, packaged_text
 from . import agents
 from ..tuning import programs
 from .arguments import expand_path, one_line, parse_flags
-from .base import AgentMagicsBase
+from .configured import AgentMagicsBase
 
 RLM_TEMPLATE_START = "You are tasked with producing the following outputs"
 RLM_TOOLS = ("llm_query", "llm_query_batched", "SUBMIT")
@@ -98,8 +97,8 @@ class PromptMagics(AgentMagicsBase):
         tools = [tool.__name__ for tool in agent.builtin_tools() + agent.extra_tools] + list(RLM_TOOLS)
         lines = [f"Profile {profile!r}: {self._source(profile)}; prompt hash {agent.prompt_hash}",
                  "Tools: " + ", ".join(tools)]
-        extra = extensions.extra_instructions(agent, agent.workspace)
-        if extra:  # the sub-agent types and skills, found again at each run (agents.py, core/skills.py)
+        extra = agent.extensions.extra_instructions(agent, agent.workspace)
+        if extra:  # the sub-agent types and skills, found again at each run (agents.py, core/workspace/skills.py)
             parts.append(("Added at each run: your sub-agent types and the skills (found when the run starts)", extra))
         for title, text in parts:
             lines += ["", f"=== {title} ===", text]

@@ -1,7 +1,9 @@
 """``%deepagent_skills``: the skills the agent would be offered, and the folders skipped (one line each).
 
 Skills are found in ``<workspace>/skills/`` and in the user-wide folder (``%deepagent_config
---skills-dir``, else ``DEEPAGENT_SKILLS_DIR``, else ``~/.deepagent/skills``): `core.skills`.
+--skills-dir``, else ``DEEPAGENT_SKILLS_DIR``, else ``~/.deepagent/skills``): `core.workspace.skills`.
+
+Finding and reading skills is core/workspace/skills.py; the agent's tools are tools/skills.py.
 """
 
 from __future__ import annotations
@@ -9,9 +11,9 @@ from __future__ import annotations
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..core.skills import find_skills, roots
+from ..core.workspace.skills import find_skills, roots
 from .arguments import check_workspace, parse_flags
-from .base import AgentMagicsBase
+from .configured import AgentMagicsBase
 
 WIDTH = 100
 

@@ -1,6 +1,6 @@
 """The spend-cap flags of the magics (``--max-cost``, ``--max-tokens``, ``--max-time``): read and checked.
 
-A cap comes as the flag's text (or a traitlet's number); `core.spend.check_cap` decides what is a
+A cap comes as the flag's text (or a traitlet's number); `core.policy.spend.check_cap` decides what is a
 cap, and a bad one is one `UsageError` line before anything runs or a setting sticks.
 ``%deepagent_config --max-cost off`` removes a configured cap.
 """
@@ -11,7 +11,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from ..core.spend import CAPS, check_cap
+from ..core.policy.spend import CAPS, check_cap
 
 OFF = ("off", "none")
 

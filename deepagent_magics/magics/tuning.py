@@ -15,7 +15,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..core.lm import make_lm
+from ..core.model.lm import make_lm
 from ..tuning import programs
 from ..tuning.evaluate import Evaluation, evaluate
 from ..tuning.examples import ExamplesError, Metric, as_examples
@@ -29,7 +29,7 @@ from ..tuning.optimize import (
 from ..tuning.progress import progress_for
 from ..tuning.systems import BASELINES, DEEP_AGENT, OPTIMIZED, systems_for
 from .arguments import check_out, parse_flags
-from .base import AgentMagicsBase
+from .configured import AgentMagicsBase
 
 
 @magics_class

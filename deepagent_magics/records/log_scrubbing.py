@@ -5,7 +5,7 @@ DSPy (``dspy``, ``dspy.*``, its vendored lm15 client under ``dspy._vendor.lm15``
 ``httpcore.*``) log what they see: an authentication error that quotes the key, a debug line
 with the request's headers, the REPL output RLM logs at INFO. While the extension is loaded,
 and while a `DeepAgent` run works without IPython, a `LibraryScrubFilter` sits on each of those
-loggers and passes every record through the scrubber run records use (`core.redaction.scrub`):
+loggers and passes every record through the scrubber run records use (`core.run.secrets.scrub`):
 the message with its arguments, the traceback text, the stack text.
 
 A logger's filters see only the records logged on that very logger (not those propagated
@@ -24,8 +24,8 @@ import logging
 import threading
 from typing import Any
 
-from ..core.redaction import scrub
-from ..core.run import RUN_FINISHED
+from ..core.run.secrets import scrub
+from ..core.run.run import RUN_FINISHED
 
 # Logger families scrubbed: a name itself and every ``name.*`` below it.
 FAMILIES = ("dspy", "lm15", "LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "httpx", "httpcore",
@@ -150,7 +150,7 @@ def installed() -> bool:
 
 
 def scrub_library_logs(agent: Any, run: Any, lms: dict[str, Any]) -> None:
-    """The run hook (`core.extensions`): the filter is on for as long as each root run works."""
+    """The run hook (`core.loop.extensions`): the filter is on for as long as each root run works."""
     if run.parent is not None:  # a sub-agent: its root holds the filter; look again for new loggers
         with _lock:
             if _holders:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from ..core.run import STATUSES, Run, Usage
+from ..core.run.run import STATUSES, Run, Usage
 
 
 def replay(record: dict[str, Any], on_run: Callable[[Run], Any] | None = None) -> Run:

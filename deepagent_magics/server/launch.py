@@ -64,6 +64,7 @@ class Launch:
     kernel_id: str
     workspace: Path
     created: float = field(default_factory=time.time)
+    running: bool = False  # the kernel began executing the cell (its busy status for our request came)
     done: bool = False  # the cell's reply came back (the run ended, or never started)
     error: str | None = None  # the cell failed: the run never started, or ended in an exception
     kernel_pid: int | None = None  # the kernel's process when the cell was sent (another one: it restarted)
@@ -129,6 +130,18 @@ async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
+async def _began(client: Any, msg_id: str) -> bool:
+    """Whether the kernel's busy status for request ``msg_id`` is among its IOPub messages so far."""
+    while True:
+        try:
+            message = await _maybe_await(client.get_iopub_msg(timeout=0))
+        except Exception:  # queue.Empty: nothing more for now
+            return False
+        if (message.get("parent_header", {}).get("msg_id") == msg_id and message.get("msg_type") == "status"
+                and message.get("content", {}).get("execution_state") == "busy"):
+            return True
+
+
 class Launcher:
     """The runs this server started, and how to start and stop them in its kernels."""
 
@@ -187,8 +200,10 @@ class Launcher:
             msg_id = client.execute(code, store_history=False, allow_stdin=False)
             deadline = time.monotonic() + REPLY_TIMEOUT
             while time.monotonic() < deadline:
+                if not launch.running:
+                    launch.running = await _began(client, msg_id)
                 try:
-                    reply = await _maybe_await(client.get_shell_msg(timeout=1.0))
+                    reply = await _maybe_await(client.get_shell_msg(timeout=0.2 if not launch.running else 1.0))
                 except Exception:  # queue.Empty: nothing yet
                     lost = self.lost(launch)
                     if lost:
@@ -212,7 +227,23 @@ class Launcher:
                 except Exception:
                     pass
 
+    def not_running(self, launch: Launch, status: str | None) -> str | None:
+        """Why stopping ``launch`` would interrupt something else, or None when its cell is what the kernel runs now.
+
+        Only a cell the kernel began (its busy status for our request came), whose reply has not
+        come, in the same kernel process, of a run whose record (if any yet) says ``running``: an
+        interrupt then reaches that cell and nothing of the user's.
+        """
+        if launch.done:
+            return f"it has ended ({status or launch.stub()['status']})"
+        if status is not None and status not in ("pending", "running"):
+            return f"it has ended ({status})"
+        lost = self.lost(launch)
+        if lost:
+            return lost
+        if not launch.running:
+            return "its cell has not started yet (the kernel is busy with another request)"
+        return None
+
     async def stop(self, launch: Launch) -> None:
-        if not self.has_kernel(launch.kernel_id):
-            raise RequestError(409, f"run {launch.id}: its kernel {launch.kernel_id} is gone")
         await _maybe_await(self.kernel_manager.interrupt_kernel(launch.kernel_id))

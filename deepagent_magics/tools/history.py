@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..core import session as _session
+from ..core.run import session as _session
 from .tool_call import tool
 
 

@@ -1,20 +1,22 @@
 """The skill tools: ``list_skills`` and ``read_skill``, and the skills listed in each run's context.
 
-Skills (`core.skills`) live in ``<workspace>/skills/`` and in a user-wide folder outside the
+Skills (`core.workspace.skills`) live in ``<workspace>/skills/`` and in a user-wide folder outside the
 workspace, which the workspace tools cannot reach. ``read_skill(name, file)`` reads a skill's
 ``SKILL.md`` or any file in its folder, read-only and confined to that folder exactly as the
 workspace tools are confined to the workspace (a `Workspace` rooted at the skill folder: no
 ``..``, no absolute path, no symlink out, no race). Works the same from a sub-agent's kernel
 (the tool runs on the host).
+
+Finding and reading skills is core/workspace/skills.py; the user's magic is magics/skills.py.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..core import session as _session
-from ..core.skills import SKILL_FILE, find_skills, listing
-from ..core.workspace import Workspace, WorkspaceError
+from ..core.run import session as _session
+from ..core.workspace.skills import SKILL_FILE, find_skills, listing
+from ..core.workspace.workspace import Workspace, WorkspaceError
 from .tool_call import tool
 
 
@@ -59,5 +61,5 @@ def skill_tools() -> list:
 
 
 def offer_skills(agent: Any, root: Any) -> str:
-    """For each run's prompt: the skills' names and descriptions, bounded (`core.skills.listing`)."""
+    """For each run's prompt: the skills' names and descriptions, bounded (`core.workspace.skills.listing`)."""
     return listing(find_skills(root, getattr(agent, "skills_dir", None))[0])

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from ..core import session as _session
+from ..core.run import session as _session
 from .tool_call import tool
 
 TODO_STATUSES = ("pending", "in_progress", "completed")

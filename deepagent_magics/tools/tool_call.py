@@ -13,9 +13,9 @@ import functools
 import reprlib
 from typing import Any, Callable
 
-from ..core import session as _session
-from ..core.redaction import scrub
-from ..core.workspace import WorkspaceError
+from ..core.run import session as _session
+from ..core.run.secrets import scrub
+from ..core.workspace.workspace import WorkspaceError
 
 
 def tool(func: Callable[..., Any]) -> Callable[..., Any]:

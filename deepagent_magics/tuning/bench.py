@@ -6,6 +6,8 @@
 Each task runs in a fresh namespace and a temporary workspace holding the task's files; the
 deep agent also starts with the variables a user would have made from them (`suites`). The
 systems are the evaluation's own (`systems`), run by `evaluate`; the table is a `BenchReport`.
+
+Its front doors are cli/bench.py (`deepagent bench`) and magics/bench.py (`%deepagent_bench`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 import dspy
 
-from ..core.lm import lm_label, resolve_lm
+from ..core.model.lm import lm_label, resolve_lm
 from .bench_report import BenchReport
 from .evaluate import evaluate
 from .examples import Metric
@@ -30,7 +32,7 @@ from .suites import Suite, SuiteUnavailable, Task, UnknownSuite, get_suite
 from .systems import BASELINES, DEEP_AGENT, systems_for
 
 if TYPE_CHECKING:
-    from ..core.agent import DeepAgent
+    from ..core.loop.agent import DeepAgent
 
 
 BENCH_BASELINES = (*BASELINES, DEEPAGENTS)  # deepagents: LangChain's, when installed (langchain_baseline)
@@ -86,7 +88,7 @@ def run_suite(suite: str, lm: Any = None, *, limit: int | None = None, baselines
     found, names = check_arguments(suite, limit, baselines, threads)
     tasks = found.load(cache_dir, split, limit, where)
     if agent is None:
-        from ..core.agent import DeepAgent
+        from ..core.loop.agent import DeepAgent
 
         agent = DeepAgent(lm=lm, max_depth=0)  # no sub-agent kernels unless the caller's agent has them
     model = resolve_lm(lm if lm is not None else agent.lm)

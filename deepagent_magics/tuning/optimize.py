@@ -8,6 +8,8 @@ on the validation set is measured before and after, on the same examples.
 
     outcome = optimize(agent, trainset, metric, valset, optimizer="gepa", reflection_lm=lm)
     outcome.before.score(), outcome.after.score(), outcome.agent   # the tuned DeepAgent
+
+The scripted demo of it is demos/optimize.py.
 """
 
 from __future__ import annotations
@@ -17,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import dspy
 
-from ..core.lm import resolve_lm
+from ..core.model.lm import resolve_lm
 from .evaluate import Evaluation, evaluate
 from .examples import Metric
 from .systems import DEEP_AGENT, OPTIMIZED, DeepAgentSystem, IsolatedAgent
 
 if TYPE_CHECKING:
-    from ..core.agent import DeepAgent
+    from ..core.loop.agent import DeepAgent
 
 OPTIMIZERS = ("gepa", "mipro", "bootstrap")
 AUTO = ("light", "medium", "heavy")

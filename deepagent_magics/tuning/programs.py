@@ -21,10 +21,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator
 
-from ..core.profiles import load_profile, packaged_text, reset_profile, set_profile_text
+from ..core.loop.profiles import load_profile, packaged_text, reset_profile, set_profile_text
 
 if TYPE_CHECKING:
-    from ..core.agent import DeepAgent
+    from ..core.loop.agent import DeepAgent
 
 
 @dataclass

@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 import dspy
 from dspy.utils.usage_tracker import track_usage
 
-from ..core.lm import resolve_lm
-from ..core.observer import UsageSink
-from ..core.run import Run
-from ..core.session import Session, activate, deactivate
-from ..core.workspace import Workspace
+from ..core.model.lm import resolve_lm
+from ..core.model.usage_sink import UsageSink
+from ..core.run.run import Run
+from ..core.run.session import Session, activate, deactivate
+from ..core.workspace.workspace import Workspace
 
 if TYPE_CHECKING:
-    from ..core.agent import DeepAgent
+    from ..core.loop.agent import DeepAgent
 
 BASELINES = ("cot", "react")
 DEEP_AGENT = "deep agent"

@@ -79,7 +79,7 @@ REPLIES = [
          "DSPy's JSON fallback"),
     Case("think_then_fields", "`<think>…</think>` then well-formed fields",
          [text(f"<think>6 times 7, easy.</think>\n{GOOD.content}")], "recovers", "DSPy reads it"),
-    # ---- shapes the repairing adapter reads (core/replies.py)
+    # ---- shapes the repairing adapter reads (core/model/replies.py)
     Case("prose_and_one_code_block", "prose and a ```python block, no markers",
          [text(f"I will compute it.\n\n```python\n{SUBMIT}\n```")], "recovers", "repair: the block is the code"),
     Case("markdown_headers", "`## Reasoning` / `## Code` headers instead of markers",
@@ -115,7 +115,7 @@ REPLIES = [
          "recovers", "repair: zero-width characters removed"),
     Case("huge_reply", "~230 KB of reasoning before the code", [F(reasoning=HUGE, code=SUBMIT)], "recovers",
          "DSPy reads it"),
-    # ---- replies nothing can read: the model is told what was wrong and asked again (core/attempts.py)
+    # ---- replies nothing can read: the model is told what was wrong and asked again (core/loop/attempts.py)
     Case("empty_reply", "an empty message", [*twice(text("")), GOOD], "recovers", "retry saying the reply was empty", steps=1),
     Case("whitespace_reply", "only spaces and newlines", [*twice(text("  \n\n ")), GOOD], "recovers",
          "retry saying the reply was empty", steps=1),

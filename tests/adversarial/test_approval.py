@@ -15,7 +15,7 @@ import pytest
 from IPython.core.error import StdinNotImplementedError, UsageError
 
 from deepagent_magics import DeepAgent
-from deepagent_magics.core.approval import Decision
+from deepagent_magics.core.policy.approval import Decision
 from deepagent_magics.testing import ScriptedLM
 
 
@@ -157,7 +157,7 @@ def test_a_process_whose_stdin_is_not_a_terminal_is_not_read(tmp_path, victim, m
 
 @pytest.mark.parametrize("hijack", [
     "import builtins\nbuiltins.input = lambda prompt='': 'a'",
-    "import deepagent_magics.core.approval as ap\nfor a in list(ap._approvers.values()):\n    a.approve_all = True",
+    "import deepagent_magics.core.policy.approval as ap\nfor a in list(ap._approvers.values()):\n    a.approve_all = True",
     "import gc\nfor o in gc.get_objects():\n    if type(o).__name__ == 'Approver':\n        o.policy = 'never'",
 ])
 def test_agent_code_that_tampers_with_approval_is_asked_about_and_cannot_approve_itself(ip, victim, monkeypatch, hijack):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from deepagent_magics.tuning.suites.base import Task
+from deepagent_magics.tuning.suites.suite import Task
 from deepagent_magics.tuning.suites.dabench import DABench, extract, sub_answers
 from deepagent_magics.tuning.suites.dabstep import question_scorer
 from deepagent_magics.tuning.suites.oolong import parse_answer, synth_score

@@ -88,6 +88,7 @@ def assert_requests(lm) -> None:
 
 
 # --------------------------------------------------------------------------- a sub-agent's kernel
+@pytest.mark.kernel
 def test_a_kernel_facade_call_makes_a_request_not_a_messages_call(pool):
     lm = SpyLM([("Predict.", PREDICT), ("Done.", "SUBMIT(result=report)")], replies=replies)
     rlm = dspy.RLM("question -> result", max_iters=4, interpreter_factory=KernelInterpreterFactory(pool=pool, timeout=60))
@@ -97,6 +98,7 @@ def test_a_kernel_facade_call_makes_a_request_not_a_messages_call(pool):
     assert_requests(lm)
 
 
+@pytest.mark.kernel
 def test_a_delegated_sub_agent_facade_call_makes_a_request(pool, tmp_path):
     lm = SpyLM(scripts={
         "FC-ROOT": [("Delegate.", "r = delegate('FC-CHILD: predict')\nprint(r)"), ("Done.", "SUBMIT(result=r)")],
@@ -169,7 +171,7 @@ MESSAGES = [{"role": "system", "content": "Answer."}, {"role": "user", "content"
 def test_the_async_call_goes_out_as_a_request_too():
     import asyncio
 
-    from deepagent_magics.core.lm_requests import RequestLM
+    from deepagent_magics.core.model.facade_requests import RequestLM
 
     lm = DummyLM([{"answer": "4"}])  # a ScriptedLM has no async engine
     with no_messages_warning():
@@ -179,7 +181,7 @@ def test_the_async_call_goes_out_as_a_request_too():
 
 
 def test_the_lm_s_own_settings_go_into_the_request_but_not_its_client_settings():
-    from deepagent_magics.core.lm_requests import RequestLM
+    from deepagent_magics.core.model.facade_requests import RequestLM
 
     lm = DummyLM([{"answer": "4"}])
     lm.kwargs.update(temperature=0.4, max_tokens=33, api_key="sk-should-not-travel-1234567890")
@@ -195,7 +197,7 @@ def test_structured_output_and_tools_travel_in_the_request():
     """What JSONAdapter and native function calling add to a call (a pydantic format, tools) is carried."""
     import pydantic
 
-    from deepagent_magics.core.lm_requests import RequestLM
+    from deepagent_magics.core.model.facade_requests import RequestLM
 
     class Out(pydantic.BaseModel):
         answer: str

@@ -16,9 +16,9 @@ import time
 import pytest
 
 from deepagent_magics import tools
-from deepagent_magics.core.run import Run
-from deepagent_magics.core.session import Session, activate, deactivate
-from deepagent_magics.core.workspace import Workspace
+from deepagent_magics.core.run.run import Run
+from deepagent_magics.core.run.session import Session, activate, deactivate
+from deepagent_magics.core.workspace.workspace import Workspace
 
 EVIL = [
     r"(a+)+$",

@@ -17,8 +17,8 @@ import pytest
 from test_streaming import STEPS, Probe, comparable, provider_lm, streamed
 
 from deepagent_magics import DeepAgent
-from deepagent_magics.core.run import STEP_FINISHED, STEP_STARTED
-from deepagent_magics.core.streaming import LLM_QUERY_STREAMING, STEP_STREAMING, TRANSIENT
+from deepagent_magics.core.run.run import STEP_FINISHED, STEP_STARTED
+from deepagent_magics.core.model.step_streaming import LLM_QUERY_STREAMING, STEP_STREAMING, TRANSIENT
 from deepagent_magics.display.dashboard import Dashboard
 from deepagent_magics.display.text import TextProgress
 from deepagent_magics.records.store import runs_dir
@@ -114,10 +114,10 @@ def test_opting_out_or_a_scripted_model_makes_no_llm_query_events(tmp_path):
 
 def test_an_llm_query_outside_a_running_step_is_not_streamed(tmp_path):
     """A prompt string sent to the run's LM between steps (the compaction summary's shape) stays plain."""
-    from deepagent_magics.core.session import Session, activate, deactivate
-    from deepagent_magics.core.retries import RetryPolicy, with_retries
-    from deepagent_magics.core.run import Run
-    from deepagent_magics.core.workspace import Workspace
+    from deepagent_magics.core.run.session import Session, activate, deactivate
+    from deepagent_magics.core.model.retries import RetryPolicy, with_retries
+    from deepagent_magics.core.run.run import Run
+    from deepagent_magics.core.workspace.workspace import Workspace
 
     with FakeProvider([slow(ANSWER), slow(ANSWER)]) as provider:
         run = Run("t")
@@ -152,7 +152,7 @@ HOSTILE = '<img src=x onerror=alert(1)><script>alert("q")</script> then more wor
 
 
 def test_the_dashboard_shows_the_llm_query_inside_its_step_escaped_then_drops_it(tmp_path):
-    from deepagent_magics.core.run import Run
+    from deepagent_magics.core.run.run import Run
 
     looks = []
     with FakeProvider([streamed(ASK), slow(HOSTILE, chunk=3), streamed(SUBMIT)]) as provider:
@@ -189,7 +189,7 @@ def test_the_text_display_rewrites_one_line_for_the_llm_query(tmp_path):
         def isatty(self):
             return True
 
-    from deepagent_magics.core.run import Run
+    from deepagent_magics.core.run.run import Run
 
     terminal = Terminal()
     with FakeProvider([streamed(ASK), slow(ANSWER), streamed(SUBMIT)]) as provider:

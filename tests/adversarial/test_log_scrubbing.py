@@ -16,7 +16,7 @@ import pytest
 
 import deepagent_magics
 from deepagent_magics import DeepAgent, ScriptedLM
-from deepagent_magics.core.redaction import FRAGMENT
+from deepagent_magics.core.run.secrets import FRAGMENT
 from deepagent_magics.records import log_scrubbing
 
 KEY = "sk-proj-Zq8rT4uV7wX2yA5bC9dE3fG6hJ1kL0mN"  # OPENAI_API_KEY

@@ -19,8 +19,8 @@ import pytest
 from IPython.core.error import UsageError
 
 from deepagent_magics import DeepAgent
-from deepagent_magics.core.run import Run
-from deepagent_magics.core.session import NamespaceBusy
+from deepagent_magics.core.run.run import Run
+from deepagent_magics.core.run.session import NamespaceBusy
 from deepagent_magics.testing import ScriptedLM
 
 

@@ -20,8 +20,8 @@ from dspy.lm15 import CacheConfig
 from dspy.utils.exceptions import LMUnsupportedFeatureError
 
 from deepagent_magics import DeepAgent
-from deepagent_magics.core.caching import cached_tokens, prompt_cache_for
-from deepagent_magics.core.run import LM_USAGE, Run
+from deepagent_magics.core.model.caching import cached_tokens, prompt_cache_for
+from deepagent_magics.core.run.run import LM_USAGE, Run
 from deepagent_magics.testing import ScriptedLM
 from deepagent_magics.testing_provider import FakeProvider, Reply
 
@@ -125,7 +125,7 @@ def test_a_provider_error_is_not_mistaken_for_a_refused_mark(tmp_path):
         lm = provider_lm(provider, "anthropic/claude-sonnet-4-5")
         run = run_agent(lm, tmp_path)
         assert prompt_cache_for(lm) is not None  # still marked next time
-    assert run.status == "failed" and "context window" in run.error  # core/attempts.py: ContextTooLong
+    assert run.status == "failed" and "context window" in run.error  # core/loop/attempts.py: ContextTooLong
     assert len(provider.requests) == 1  # not sent again unmarked
 
 

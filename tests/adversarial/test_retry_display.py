@@ -20,9 +20,9 @@ from reply_corpus import ANSWER, GOOD, TASK, F, text, twice
 from test_what_models_send import lm_for
 
 from deepagent_magics import DeepAgent
-from deepagent_magics.core.attempts import REPLY_RETRY
-from deepagent_magics.core.retries import PROVIDER_RETRY, RetryPolicy
-from deepagent_magics.core.run import Run
+from deepagent_magics.core.loop.attempts import REPLY_RETRY
+from deepagent_magics.core.model.retries import PROVIDER_RETRY, RetryPolicy
+from deepagent_magics.core.run.run import Run
 from deepagent_magics.display.dashboard import Dashboard
 
 from deepagent_magics.testing_provider import FakeProvider, Reply

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from deepagent_magics.core.risk import RULES, UnknownRule, analyse, parse_rules
+from deepagent_magics.core.policy.risk import RULES, UnknownRule, analyse, parse_rules
 
 USER = {"x", "df", "sales"}
 
@@ -106,7 +106,7 @@ HIDDEN = {
     "globals()['delegate']('x')": "subagents",
     "list(map(delegate, tasks))": "subagents",
     # the agent's own controls: code that could approve itself
-    "import deepagent_magics.core.approval as ap\nap._approvers.clear()": "controls",
+    "import deepagent_magics.core.policy.approval as ap\nap._approvers.clear()": "controls",
     "from deepagent_magics.core import approval": "controls",
     "__import__('deepagent_magics')": "controls",
     "import gc\n[o for o in gc.get_objects()]": "controls",

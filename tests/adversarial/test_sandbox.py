@@ -268,7 +268,7 @@ def test_without_bubblewrap_sub_agents_run_marked_not_sandboxed_and_the_run_says
     lines: list[str] = []
     with KernelPool(size=0) as unsandboxed:
         agent = DeepAgent(lm=lm, workspace=tmp_path, pool=unsandboxed, timeout=60)
-        from deepagent_magics.core.run import Run
+        from deepagent_magics.core.run.run import Run
 
         run = Run("ROOT: go")
         progress = TextProgress(run, stream=type("Lines", (), {"write": lines.append, "flush": lambda self: None})())

@@ -23,7 +23,7 @@ import pytest
 from IPython.utils.capture import capture_output
 
 from deepagent_magics import DeepAgent
-from deepagent_magics.core.redaction import Redactor, is_secret_name, secret_values
+from deepagent_magics.core.run.secrets import Redactor, is_secret_name, secret_values
 from deepagent_magics.records import load_record, runs_dir
 from deepagent_magics.records.export import to_notebook
 from deepagent_magics.testing import ScriptedLM

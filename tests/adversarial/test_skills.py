@@ -17,7 +17,7 @@ import pytest
 from IPython.core.error import UsageError
 
 from deepagent_magics import DeepAgent
-from deepagent_magics.core.skills import LISTED, SkillError, find_skills, front_matter
+from deepagent_magics.core.workspace.skills import LISTED, SkillError, find_skills, front_matter
 from deepagent_magics.testing import ScriptedLM
 
 SECRET = "TOP-SECRET-OUTSIDE-THE-SKILL"

@@ -17,7 +17,7 @@ import pytest
 from IPython.core.error import UsageError
 
 from deepagent_magics import DeepAgent
-from deepagent_magics.core.spend import CapReached, SpendBudget, check_cap
+from deepagent_magics.core.policy.spend import CapReached, SpendBudget, check_cap
 from deepagent_magics.testing import ScriptedLM
 
 STEP = 100  # tokens every scripted call reports
@@ -105,7 +105,7 @@ def test_a_time_cap_ends_the_run_and_time_waiting_for_the_user_does_not_count(tm
 
 
 def _run_in(namespace: dict):
-    from deepagent_magics.core.run import Run
+    from deepagent_magics.core.run.run import Run
 
     run = namespace["the_run"] = Run("slow")
     return run
@@ -237,7 +237,7 @@ def test_a_predictor_the_agent_builds_with_dspy_is_refused_once_the_cap_is_reach
 
 
 def test_the_status_line_shows_spend_against_each_cap_while_it_runs(tmp_path):
-    from deepagent_magics.core.run import STEP_FINISHED
+    from deepagent_magics.core.run.run import STEP_FINISHED
     from deepagent_magics.display.markup import status_line
     from deepagent_magics.display.text import summary
 

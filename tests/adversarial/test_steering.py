@@ -15,8 +15,8 @@ import time
 import pytest
 
 from deepagent_magics import DeepAgent
-from deepagent_magics.core.run import Run
-from deepagent_magics.core.steering import USER_NOTE, check_todos, steering_of
+from deepagent_magics.core.run.run import Run
+from deepagent_magics.core.policy.steering import USER_NOTE, check_todos, steering_of
 from deepagent_magics.testing import ScriptedLM
 
 

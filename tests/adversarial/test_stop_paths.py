@@ -17,10 +17,10 @@ import time
 import pytest
 
 from deepagent_magics import DeepAgent
-from deepagent_magics.core import safe_fs
-from deepagent_magics.core.run import Run
-from deepagent_magics.core.steering import StopRequested, steering_of
-from deepagent_magics.core.stopping import StopRun
+from deepagent_magics.core.workspace import safe_fs
+from deepagent_magics.core.run.run import Run
+from deepagent_magics.core.policy.steering import StopRequested, steering_of
+from deepagent_magics.core.run.stopping import StopRun
 from deepagent_magics.testing import ScriptedLM
 
 FILES = 600

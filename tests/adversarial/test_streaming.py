@@ -25,8 +25,8 @@ import dspy
 import pytest
 
 from deepagent_magics import DeepAgent
-from deepagent_magics.core.run import RUN_FINISHED, STEP_STARTED, Run
-from deepagent_magics.core.streaming import STEP_STREAMING, THROTTLE, fields
+from deepagent_magics.core.run.run import RUN_FINISHED, STEP_STARTED, Run
+from deepagent_magics.core.model.step_streaming import STEP_STREAMING, THROTTLE, fields
 from deepagent_magics.records.store import runs_dir
 from deepagent_magics.testing import ScriptedLM
 from deepagent_magics.testing_provider import FakeProvider, Reply
@@ -127,7 +127,7 @@ def test_while_the_model_thinks_before_its_first_chunk_the_writing_time_goes_on(
 
 
 def test_a_huge_step_shows_only_its_newest_part_while_written_and_whole_once_done(tmp_path):
-    from deepagent_magics.core.streaming import SHOWN_CHARS
+    from deepagent_magics.core.model.step_streaming import SHOWN_CHARS
 
     huge = {"reasoning": "".join(f"line {i} of a very long plan\n" for i in range(20_000)), "code": "SUBMIT(result='ok')"}
     probe = Probe()
@@ -230,7 +230,7 @@ def test_the_dashboard_shows_the_partial_reasoning_and_writing_in_its_status_bef
 # ---------------------------------------------------------------- what the run records
 def comparable(record: dict) -> dict:
     drop = {"id", "thread", "run", "started_at", "ended_at", "time", "elapsed", "writer", "workspace", "updated_at",
-            "pid", "host"}
+            "pid", "host", "host_mac"}  # host_mac: the signature (records/host_key.py) covers all of it
 
     def clean(value):
         if isinstance(value, dict):

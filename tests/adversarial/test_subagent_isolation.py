@@ -23,7 +23,7 @@ import textwrap
 import pytest
 
 from deepagent_magics import DeepAgent
-from deepagent_magics.core.profiles import PROMPTS_DIR, UnknownProfile, load_profile
+from deepagent_magics.core.loop.profiles import PROMPTS_DIR, UnknownProfile, load_profile
 from deepagent_magics.interpreters.pool import KernelPool
 from deepagent_magics.testing import ScriptedLM
 

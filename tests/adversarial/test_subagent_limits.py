@@ -25,7 +25,7 @@ import psutil
 import pytest
 
 from deepagent_magics import DeepAgent
-from deepagent_magics.core.session import current
+from deepagent_magics.core.run.session import current
 from deepagent_magics.interpreters.pool import KernelPool
 from deepagent_magics.testing import ScriptedLM
 
@@ -182,7 +182,7 @@ def test_the_limit_holds_while_the_child_waits_for_its_own_stuck_child(ready, tm
 STOP_HOST = """
 import json, os, sys, time
 from deepagent_magics import DeepAgent
-from deepagent_magics.core.run import Run
+from deepagent_magics.core.run.run import Run
 from deepagent_magics.interpreters.pool import KernelPool
 from deepagent_magics.testing import ScriptedLM
 

@@ -17,8 +17,8 @@ import pytest
 from reply_corpus import ANSWER, CASES, GOOD, PROSE, TASK, F, table, text, twice
 
 from deepagent_magics import DeepAgent
-from deepagent_magics.core.attempts import REPLY_RETRY
-from deepagent_magics.core.retries import PROVIDER_RETRY, RetryPolicy
+from deepagent_magics.core.loop.attempts import REPLY_RETRY
+from deepagent_magics.core.model.retries import PROVIDER_RETRY, RetryPolicy
 from deepagent_magics.testing_provider import FakeProvider, Reply
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "robustness.md"
@@ -169,7 +169,7 @@ def test_in_a_notebook_a_rate_limit_too_long_to_wait_fails_at_once_with_one_line
 def test_the_text_display_says_what_the_run_is_retrying(tmp_path):
     import io
 
-    from deepagent_magics.core.run import Run
+    from deepagent_magics.core.run.run import Run
     from deepagent_magics.display.text import TextProgress
 
     script = [Reply.failure(500, "Internal error", error_type="server_error"), *twice(text("")), GOOD]
@@ -189,7 +189,7 @@ def test_the_text_display_says_what_the_run_is_retrying(tmp_path):
 def test_the_async_step_is_asked_again_too():
     import asyncio
 
-    from deepagent_magics.core.attempts import apredict_step
+    from deepagent_magics.core.loop.attempts import apredict_step
 
     predict = dspy.Predict("question -> reasoning, code")
     with FakeProvider([*twice(text("")), GOOD]) as provider, dspy.context(lm=lm_for(provider)):

@@ -12,7 +12,7 @@ from reply_corpus import ANSWER, PROSE, SUBMIT, TASK, F, text
 from test_what_models_send import lm_for
 
 from deepagent_magics import DeepAgent
-from deepagent_magics.core.retries import PROVIDER_RETRY, RetryPolicy
+from deepagent_magics.core.model.retries import PROVIDER_RETRY, RetryPolicy
 from deepagent_magics.interpreters.pool import KernelPool
 from deepagent_magics.testing_provider import FakeProvider, Reply
 

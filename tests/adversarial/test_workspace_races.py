@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deepagent_magics import tools
-from deepagent_magics.core.run import Run
-from deepagent_magics.core.session import Session, activate, deactivate
-from deepagent_magics.core.workspace import Workspace, WorkspaceError
+from deepagent_magics.core.run.run import Run
+from deepagent_magics.core.run.session import Session, activate, deactivate
+from deepagent_magics.core.workspace.workspace import Workspace, WorkspaceError
 
 RENAME_EXCHANGE = 2
 AT_FDCWD = -100

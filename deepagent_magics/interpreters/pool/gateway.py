@@ -30,14 +30,7 @@ from urllib.parse import urlparse
 
 from .gateway_channels import WebsocketKernelClient
 from .gateway_leftovers import forget, remember, sweep
-from .kernel import (
-    _INSTALL,
-    STARTUP_TIMEOUT,
-    Kernel,
-    KernelStartError,
-    _context,
-    _sources,
-)
+from .pooled_kernel import _INSTALL, STARTUP_TIMEOUT, Kernel, KernelStartError, _context, _sources
 
 log = logging.getLogger(__name__)
 

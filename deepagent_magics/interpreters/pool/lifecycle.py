@@ -24,17 +24,25 @@ import signal
 import tempfile
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .. import processes
 from . import keeper
 
-if TYPE_CHECKING:
-    from .kernel import Kernel
+
+class Kernel(Protocol):
+    """What this module needs of a `pooled_kernel.Kernel` (which imports this module)."""
+
+    pid: int
+    pgid: int
+    dir: str
+    killed: bool
+    manager: Any
+
 
 HOST_DIR_PREFIX = keeper.KERNEL_DIRS_PREFIX
 
-_live: set["Kernel"] = set()  # started here and not yet closed: what the exit handler kills
+_live: set[Kernel] = set()  # started here and not yet closed: what the exit handler kills
 _lock = threading.Lock()
 _exiting = False
 _pools: "weakref.WeakSet[Any]" = weakref.WeakSet()  # KernelPools, closed at exit
@@ -42,7 +50,7 @@ _host_dirs: dict[int, str] = {}
 _lifeline_pipe: tuple[int, int, int] | None = None
 
 
-def register(kernel: "Kernel") -> bool:
+def register(kernel: Kernel) -> bool:
     """Track a started kernel; False when the process is already exiting (the caller kills it)."""
     with _lock:
         if not _exiting:
@@ -53,7 +61,7 @@ def register(kernel: "Kernel") -> bool:
     return not exiting
 
 
-def unregister(kernel: "Kernel") -> None:
+def unregister(kernel: Kernel) -> None:
     with _lock:
         _live.discard(kernel)
     keeper.forget(kernel.pid)

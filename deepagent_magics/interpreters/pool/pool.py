@@ -28,7 +28,7 @@ from collections import deque
 from typing import Any
 
 from . import lifecycle
-from .kernel import HOST_KERNEL, STARTUP_TIMEOUT, Kernel, KernelStartError
+from .pooled_kernel import HOST_KERNEL, STARTUP_TIMEOUT, Kernel, KernelStartError
 from .sandbox import SandboxPolicy
 
 log = logging.getLogger(__name__)

@@ -35,7 +35,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from ...core.redaction import is_secret_name
+from ...core.run.secrets import is_secret_name
 
 BWRAP = "bwrap"  # the program; tests point it elsewhere to play a machine without it
 # Under the home, hidden even when the workspace contains the home (the workspace is bound over it).

@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...core.approval import waited
-from ...core.run import Run
+from ...core.policy.approval import waited
+from ...core.run.run import Run
 from ...interpreters.kernel import KernelInterpreter
 from .tree import Outcome, Spec
 
@@ -142,6 +142,6 @@ class Child:
             return Outcome(True, "" if run.result is None else str(run.result))
         if run.status == "interrupted":
             return Outcome(False, "Error: the sub-agent was interrupted.")
-        if run.status in ("budget_exhausted", "stopped"):  # the tree's spend cap, the user's stop (core.ending)
+        if run.status in ("budget_exhausted", "stopped"):  # the tree's spend cap, the user's stop (core.loop.ending)
             return Outcome(False, f"Error: the sub-agent ended {run.status}: {run.error}; its files in the workspace are kept.")
         return Outcome(False, f"Error: the sub-agent failed: {run.error}")

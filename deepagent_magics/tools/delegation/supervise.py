@@ -18,9 +18,9 @@ import time
 from collections import deque
 from typing import Any, Iterator
 
-from ...core import approval
-from ...core.run import Run
-from ...core.session import Session
+from ...core.policy import approval
+from ...core.run.run import Run
+from ...core.run.session import Session
 from .child import FINISHED, STOP_GRACE, Child
 from .subagent import child_agent, kind_refusal
 from .tree import Outcome, Spec, Tree, tree_of
@@ -48,7 +48,8 @@ def run_subagents(session: Session, specs: list[Spec | str]) -> list[Outcome]:
         except (ValueError, TypeError) as exc:  # e.g. a type whose tools clash with its parent's
             outcomes[index] = Outcome(False, f"Error: the sub-agent could not be built: {exc}")
             continue
-        config = {**child.agent.config(), "sandbox": tree.pool.isolation}  # what confines its kernel (records, displays)
+        isolation = getattr(tree.pool, "isolation", None)  # what confines its kernel (records, displays)
+        config = {**child.agent.config(), **({"sandbox": isolation} if isolation is not None else {})}
         child.run = session.run.add_child(spec.task, profile=child.agent.profile, config=config)
         if me is not None:
             me.adopt(child)

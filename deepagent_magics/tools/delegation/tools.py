@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...core import session as _session
-from ...core.subagent_types import describe_types
+from ...core.run import session as _session
+from ...core.loop.subagent_types import describe_types
 from ..tool_call import tool
 from .supervise import run_subagents
 from .tree import Spec

@@ -9,8 +9,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from ...core.run import Run
-from ...core.session import Session
+from ...core.run.run import Run
+from ...core.run.session import Session
 from ...interpreters.pool import KernelPool, default_pool
 
 
@@ -48,7 +48,7 @@ class Spec:
     task: str
     context: str = ""
     profile: str | None = None
-    agent: str | None = None  # a sub-agent type's name (core.subagent_types), or a packaged profile's
+    agent: str | None = None  # a sub-agent type's name (core.loop.subagent_types), or a packaged profile's
 
 
 @dataclass
@@ -57,7 +57,6 @@ class Outcome:
     text: str
 
 
-_tree_lock = threading.Lock()
 
 
 def tree_of(session: Session) -> Tree:
@@ -65,10 +64,9 @@ def tree_of(session: Session) -> Tree:
     tree = getattr(session.agent, "tree", None)
     if tree is not None:
         return tree
-    with _tree_lock:
-        tree = session.extras.get("delegation")
-        if tree is None:
-            agent = session.agent
-            pool = getattr(agent, "pool", None) or default_pool()
-            tree = session.extras["delegation"] = Tree(session.run, Budget(agent.max_subagents), pool)
-        return tree
+    agent = session.agent
+
+    def make() -> Tree:
+        return Tree(session.run, Budget(agent.max_subagents), getattr(agent, "pool", None) or default_pool())
+
+    return session.run.tree.setdefault("delegation", make)  # the run tree's one delegation tree

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import dspy
 
-from ...core.agent import INPUT_FIELDS
+from ...core.loop.agent import INPUT_FIELDS
 
 REVIEWER_PROFILE = "reviewer"
 VERDICTS = ("pass", "low", "fail")

@@ -10,7 +10,7 @@ Each suite scores with its own published rule. `tuning.bench` runs them; docs/qu
 
 from __future__ import annotations
 
-from .base import Suite, Task
+from .suite import Suite, Task
 from .dabench import DABench
 from .dabstep import DABstep
 from .hub import SuiteUnavailable, cache_dir

@@ -16,8 +16,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .base import Suite, Task
-from .files import read_jsonl, read_table, variable_name
+from .suite import Suite, Task
+from .reading import read_jsonl, read_table, variable_name
 from .hub import snapshot
 
 QUESTIONS = "da-dev-questions.jsonl"

@@ -23,8 +23,8 @@ from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
-from .base import Suite, Task
-from .files import read_jsonl, read_value, variable_name
+from .suite import Suite, Task
+from .reading import read_jsonl, read_value, variable_name
 from .hub import snapshot
 
 CONTEXT_FILES = ("payments.csv", "fees.json", "merchant_data.json", "acquirer_countries.csv",

@@ -27,8 +27,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .base import Suite, Task
-from .files import read_jsonl
+from .suite import Suite, Task
+from .reading import read_jsonl
 from .hub import dataset_rows
 
 CONFIG = "oolong-synth"

@@ -1,0 +1,5 @@
+"""The loop room (the top of the core): `DeepAgent` around ``dspy.RLM`` (`agent`), the step pipeline
+around each model call (`pipeline`, `attempts`), how a run ends early (`ending`), the profiles and
+their prompt files (`profiles`, ``prompts/``), the variables view (`variables`), how agent code calls
+a tool (`tool_binding`), notebook functions as tools, sub-agent types, and where the rooms above the
+core plug in (`extensions`). Imports every core room below it."""

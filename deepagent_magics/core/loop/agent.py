@@ -1,0 +1,354 @@
+"""DeepAgent: a deep agent on `dspy.RLM`, usable with or without IPython.
+
+``DeepAgent.run(task, namespace)`` runs the RLM loop with the namespace as its
+REPL and returns a `Run`. The agent is a ``dspy.Module`` holding one ``dspy.RLM``
+(built once, with the tools and the profile's instructions), so DSPy optimisers
+can tune it and ``save``/``load`` store it. RLM is the loop; nothing here
+re-implements it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import dspy
+
+from ..policy import approval
+from . import extensions as _extensions
+from ..model import step_streaming as streaming
+from ..run import conversations as threads
+from ..model.compaction import DEFAULT_COMPACT_AT
+from .ending import end_early
+from ..model.failures import made_up, reason
+from ..model.lm import lm_label, resolve_lm
+from .variables import summarize_namespace
+from ..model.usage_sink import HISTORY_SIZE, UsageSink
+from .pipeline import observe_steps
+from .profiles import instructions_hash, load_profile
+from ..model.retries import RetryPolicy, with_retries
+from ..run.run import Listener, Run
+from ..run.stopping import StopRun
+from ..run.session import NamespaceBusy, Session, activate, claim, deactivate, release
+from .subagent_types import check_types
+from ..policy.spend import CapReached, SpendBudget, check_caps
+from ..workspace.workspace import Workspace
+
+DEFAULT_TIMEOUT = 120.0  # seconds one code block may run
+
+INPUT_FIELDS = {
+    "task": "What the user (or the parent agent) asked for",
+    "context": "Extra material for the task; may be empty",
+    "notebook_variables": "The notebook variables in scope by name: name, type, size and a short preview",
+}
+OUTPUT_FIELD = "result"
+
+
+def build_signature(instructions: str) -> type[dspy.Signature]:
+    fields: dict[str, Any] = {
+        name: (str, dspy.InputField(desc=desc)) for name, desc in INPUT_FIELDS.items()
+    }
+    fields[OUTPUT_FIELD] = (str, dspy.OutputField(desc="The final answer for the user, in Markdown"))
+    return dspy.Signature(fields, instructions)
+
+
+class DeepAgent(dspy.Module):
+    """A deep agent: plans with todos, works in a workspace, runs code in a live namespace.
+
+    Args:
+        lm: the LM for the loop (an LM object or a model id); default: ``dspy.settings.lm``,
+            then ``DEEPAGENT_LM``.
+        sub_lm: the LM behind ``llm_query``; default: the loop's LM.
+        workspace: the directory the file tools are rooted at (created if missing).
+        max_iters: the most code steps the agent may take.
+        max_llm_calls: the most ``llm_query`` calls per run.
+        profile: the prompt file in ``prompts/`` to take instructions from.
+        timeout: seconds one code block may run before it is stopped.
+        tools: extra typed, documented callables to offer the agent.
+        instructions: instructions to use instead of the profile's.
+        max_depth: how deep sub-agents may nest (0: no delegation); an agent at the limit
+            gets an error from ``delegate``.
+        max_subagents: the most sub-agents the whole tree of one run may start.
+        subagent_max_iters: ``max_iters`` for every sub-agent.
+        subagent_timeout: wall-clock seconds a sub-agent may run before its kernel is stopped.
+        max_parallel: the most sub-agents one ``delegate_batched`` runs at the same time.
+        pool: the `KernelPool` sub-agents take their kernels from (default: the process-wide one).
+        mcp_servers: MCP servers (command lines for stdio, or http(s) URLs) whose tools the agent
+            gets too (``tools/mcp_servers.py``); one that cannot start raises ``MCPError``.
+        subagents: `SubAgentType`s it (and its sub-agents) may delegate to by name
+            (``delegate(task, agent="NAME")``; `core.loop.subagent_types`).
+        max_cost, max_tokens, max_time: spend caps (USD, tokens, seconds) for the whole tree of a run,
+            root and sub-agents together (`core.policy.spend`); a bad value raises ``ValueError``.
+        approve: when a code block needs the user's approval first (``core/policy/approval.py``): ``never``,
+            ``risky``, ``always``, or a callable ``(proposal) -> decision``; sub-agents ask the same user.
+        approve_rules: the risk rules ``risky`` uses (``core/policy/risk.py``): None for all, or rule names
+            (``"-network"`` off, ``"none,subagents"`` only that one), or a dict {rule: bool}.
+        undo_limit: the biggest of the user's objects (bytes) a run copies before changing it in
+            place, so that ``%deepagent_undo`` can restore it (``interpreters/provenance.py``); 0: none.
+        extensions: what the rooms above the core give this agent (its tools, REPL, run hooks, prompt
+            providers: `core.loop.extensions.Extensions`); default: the package's standard set.
+    """
+
+    ask: Any = approval.STDIN  # how approval asks: the kernel's stdin; None: no one to ask (%deepagent_eval)
+
+    record_runs = True  # write each root run to <workspace>/.deepagent/runs/<id>.json (records/)
+    compact_at: float | int | None = DEFAULT_COMPACT_AT  # tokens, or a fraction of the context window (compaction.py)
+    skills_dir: str | None = None  # the user-wide skills folder (skills.py; default: DEEPAGENT_SKILLS_DIR, ~/.deepagent/skills)
+    subagent_skills = False  # sub-agents may write <workspace>/skills/ too (tools/files.py); by default only the root
+    stream = True  # show each step's reasoning and code while the model writes them (streaming.py)
+    retry_policy: RetryPolicy | None = RetryPolicy()  # provider faults: retries and waits (retries.py; None: DSPy's)
+
+    def __init__(
+        self,
+        *,
+        lm: Any = None,
+        sub_lm: Any = None,
+        workspace: str | os.PathLike = ".",
+        max_iters: int = 20,
+        max_llm_calls: int = 50,
+        profile: str = "default",
+        timeout: float | None = DEFAULT_TIMEOUT,
+        tools: Iterable[Callable[..., Any]] = (),
+        instructions: str | None = None,
+        max_output_chars: int = 10_000,
+        depth: int = 0,
+        max_depth: int = 2,
+        max_subagents: int = 16,
+        subagent_max_iters: int = 10,
+        subagent_timeout: float | None = 600.0,
+        max_parallel: int = 4,
+        pool: Any = None,
+        mcp_servers: Iterable[str] = (),
+        subagents: Iterable[Any] = (),
+        max_cost: float | None = None,
+        max_tokens: int | None = None,
+        max_time: float | None = None,
+        approve: Any = "never",
+        approve_rules: Any = None,
+        undo_limit: int = 10_000_000,
+        extensions: Any = None,
+    ):
+        super().__init__()
+        self.extensions = extensions if extensions is not None else _extensions.default()
+        self.subagents = check_types(subagents)
+        caps = check_caps(max_cost=max_cost, max_tokens=max_tokens, max_time=max_time)
+        self.max_cost, self.max_tokens, self.max_time = caps["max_cost"], caps["max_tokens"], caps["max_time"]
+        self.lm = lm
+        self.sub_lm = sub_lm
+        self.workspace = Path(workspace)
+        self.max_iters = max_iters
+        self.max_llm_calls = max_llm_calls
+        self.profile = profile
+        self.timeout = timeout
+        self.depth = depth
+        self.max_depth = max_depth
+        self.max_subagents = max_subagents
+        self.subagent_max_iters = subagent_max_iters
+        self.subagent_timeout = subagent_timeout
+        self.max_parallel = max_parallel
+        self.pool = pool
+        self.mcp_servers = list(mcp_servers)
+        self.approve = approval.check_policy(approve)
+        self.approve_rules = approval.parse_rules(approve_rules)
+        self.undo_limit = undo_limit  # bytes: the user's objects up to this size are copied so undo can restore them
+        self.extra_tools = list(tools)
+        self.extra_tools += self.extensions.server_tools(self.mcp_servers, taken={t.__name__ for t in self.builtin_tools()
+                                                                            + self.extra_tools})
+        if instructions is None:
+            instructions = load_profile(profile).instructions(depth=depth, max_depth=max_depth)
+        self.rlm = dspy.RLM(
+            build_signature(instructions),
+            max_iters=max_iters,
+            max_llm_calls=max_llm_calls,
+            max_output_chars=max_output_chars,
+            tools=self.builtin_tools() + self.extra_tools,
+            interpreter_factory=self.interpreter_factory(),
+        )
+
+    # ------------------------------------------------------------ extension points
+    def builtin_tools(self) -> list[Callable[..., Any]]:
+        """The tools this agent's extensions give it (the standard set: todos, files, delegation, ...)."""
+        return self.extensions.builtin_tools()
+
+    def interpreter_factory(self, session: Session | None = None, namespace: dict | None = None,
+                            shell: Any = None) -> Callable[[], Any]:
+        """The REPL of this agent's runs: the live namespace for a root agent (a sub-agent overrides it)."""
+        return self.extensions.root_interpreter(self, session, namespace, shell)
+
+    # ------------------------------------------------------------ reading
+    @property
+    def instructions(self) -> str:
+        """The profile instructions the LM receives (without RLM's own REPL guidance)."""
+        return self.rlm.signature.instructions
+
+    @property
+    def prompt_instructions(self) -> str:
+        """Everything in the action prompt's instructions, as the LM sees them."""
+        return self.rlm.generate_action.signature.instructions
+
+    @property
+    def prompt_hash(self) -> str:
+        """A short hash of the action prompt's instructions (and its demos, when tuning added some)."""
+        text = self.prompt_instructions
+        demos = self.rlm.generate_action.demos
+        if demos:
+            text += json.dumps([dict(demo) for demo in demos], sort_keys=True, default=str)
+        return instructions_hash(text)
+
+    def config(self) -> dict[str, Any]:
+        """The run settings, for the run record (model names only: never keys)."""
+        return {
+            "lm": lm_label(self.lm) if self.lm is not None else None,
+            "sub_lm": lm_label(self.sub_lm) if self.sub_lm is not None else None,
+            "workspace": str(self.workspace),
+            "max_iters": self.max_iters,
+            "max_llm_calls": self.max_llm_calls,
+            "profile": self.profile,
+            "timeout": self.timeout,
+            "depth": self.depth,
+            "max_depth": self.max_depth,
+            "max_subagents": self.max_subagents,
+            "subagent_max_iters": self.subagent_max_iters,
+            "subagent_timeout": self.subagent_timeout,
+            "max_parallel": self.max_parallel,
+            **({"subagents": sorted(self.subagents)} if getattr(self, "subagents", None) else {}),
+            "max_cost": getattr(self, "max_cost", None),
+            "max_tokens": getattr(self, "max_tokens", None),
+            "max_time": getattr(self, "max_time", None),
+            "approve": approval.policy_label(getattr(self, "approve", "never")),
+        }
+
+    # ------------------------------------------------------------ running
+    def run(
+        self,
+        task: str,
+        namespace: dict[str, Any] | None = None,
+        context: str = "",
+        *,
+        run: Run | None = None,
+        listeners: Iterable[Listener] = (),
+        shell: Any = None,
+        workspace: str | os.PathLike | None = None,
+        thread: Any = None,
+    ) -> Run:
+        """Run the agent on ``task`` with ``namespace`` as its REPL; return the `Run`.
+
+        A failure of the agent (the LM, the provider) ends the run with status
+        ``failed`` and the error on ``run.error``; the namespace, the workspace and the
+        trajectory so far are kept. Whatever else is raised, the run ends in a final
+        status first: a KeyboardInterrupt ``interrupted``, any other BaseException (or an
+        error while setting up) ``failed``; then it is re-raised. A namespace another
+        run is using is refused at once with `NamespaceBusy`. ``thread`` continues a
+        conversation (a `Thread`, or a thread or run id; `core.run.conversations`): the earlier turns
+        head the ``context``.
+        """
+        user_namespace = namespace
+        namespace = {} if namespace is None else namespace
+        run = run or Run(task, profile=self.profile, depth=self.depth)
+        try:
+            claim(namespace, run)
+        except NamespaceBusy as exc:
+            run.finish("failed", error=f"NamespaceBusy: {exc}")
+            raise
+        try:
+            return self._run(run, task, user_namespace, namespace, context, listeners, shell, workspace, thread)
+        except KeyboardInterrupt:
+            run.finish("interrupted", error="KeyboardInterrupt")
+            raise
+        except BaseException as exc:
+            run.exception = exc
+            run.finish("failed", error=reason(exc))
+            raise
+        finally:
+            release(namespace, run)
+
+    def _run(self, run: Run, task: str, user_namespace: dict[str, Any] | None, namespace: dict[str, Any],
+             context: str, listeners: Iterable[Listener], shell: Any, workspace: Any, thread: Any = None) -> Run:
+        lm = resolve_lm(self.lm, namespace=user_namespace)
+        sub_lm = resolve_lm(self.sub_lm, namespace=user_namespace) if self.sub_lm is not None else None
+        lm, sub_lm = with_retries(lm, run, self.retry_policy), with_retries(sub_lm, run, self.retry_policy)
+        config = self.config() | {"lm": lm_label(lm)}
+        run.config.update(config)
+        for listener in listeners:
+            run.subscribe(listener)
+
+        root = Path(workspace) if workspace is not None else self.workspace  # evaluation: one per example
+        root.mkdir(parents=True, exist_ok=True)
+        run.config["workspace"] = str(root)
+        session = Session(run, Workspace(root, on_write=run.record_file), agent=self)
+        context = threads.join(run, thread, namespace, context, root)  # a follow-up: the earlier turns first
+        for hook in list(self.extensions.run_hooks):  # e.g. the run record (records/)
+            hook(self, run, {"lm": lm, "sub_lm": sub_lm})
+        self.rlm.max_iters = self.max_iters
+        self.rlm.max_llm_calls = self.max_llm_calls
+        self.rlm.sub_lm = sub_lm
+        run.prompt_hash = self.prompt_hash
+        run.max_iters = self.max_iters
+        context = self.extensions.extra_context(self, task, namespace, root, context)  # memories, earlier turns
+        tool_names = {tool.__name__ for tool in self.builtin_tools() + self.extra_tools}
+        summary = summarize_namespace(namespace, exclude=tool_names | {"SUBMIT"})
+
+        if run.parent is None and getattr(self, "approve", "never") != "never":
+            ask = approval.stdin_asker() if self.ask == approval.STDIN else self.ask
+            approval.attach(run, approval.Approver(self.approve, self.approve_rules, ask=ask, out=sys.stdout,
+                                                   workspace=str(root)))
+        observe_steps(self.rlm)  # each step opens on the run active in the calling thread
+        if run.parent is None:  # the tree's spend caps: one budget on the root run (core.policy.spend)
+            run.spend = SpendBudget(getattr(self, "max_cost", None), getattr(self, "max_tokens", None),
+                                    getattr(self, "max_time", None), run=run)
+        if not self.stream:
+            streaming.opt_out(run)  # and its sub-agents
+        run.start()
+        token = activate(session)
+        try:
+            # The run's own usage sink replaces any outer run's: a sub-agent's LM calls count once, for it.
+            # DSPy keeps at most HISTORY_SIZE entries per LM and module; the sink trims the global history.
+            with dspy.context(lm=lm, caller_modules=[UsageSink(run)], disable_history=False,
+                              max_history_size=HISTORY_SIZE):
+                try:
+                    prediction = self.rlm(
+                        task=task,
+                        context=context or "",
+                        notebook_variables=summary,
+                        interpreter_factory=self._factory(session, namespace, shell, root),
+                    )
+                except (CapReached, StopRun) as exc:  # a cap reached; the user's stop button or `q` (core.loop.ending)
+                    session.cancelled.set()  # first: tools the agent left running in its threads stop early
+                    return end_early(self.rlm, session, exc, OUTPUT_FIELD)
+        except Exception as exc:
+            session.cancelled.set()
+            run.exception = exc
+            run.finish("failed", error=reason(exc))  # one line naming the cause (failures.py)
+            return run
+        except BaseException:  # an interrupt: `run` ends it `interrupted` and re-raises
+            session.cancelled.set()
+            raise
+        finally:
+            deactivate(token)
+        run.prediction = prediction
+        if problem := made_up(prediction):  # RLM's extract fallback after nothing but errors
+            session.cancelled.set()
+            run.exception = RuntimeError(problem)
+            run.finish("failed", error=problem)
+            return run
+        run.finish("finished", result=getattr(prediction, OUTPUT_FIELD, None))
+        return run
+
+    def _factory(self, session: Session, namespace: dict[str, Any], shell: Any, root: Path) -> Callable[[], Any]:
+        """This run's interpreter factory, its prompt guidance followed by the instruction providers' text
+        (the sub-agent types, the skills: `extensions`); RLM puts it in the action prompt of this run."""
+        factory = self.interpreter_factory(session, namespace, shell)
+        extra = self.extensions.extra_instructions(self, root)
+        if extra and isinstance(getattr(factory, "execution_instructions", None), str):
+            factory.execution_instructions += "\n\n" + extra
+        return factory
+
+    def forward(self, task: str, context: str = "") -> dspy.Prediction:
+        """For DSPy optimisers and evaluation: run in a fresh namespace, return the result."""
+        run = self.run(task, context=context)
+        if run.status == "failed":
+            raise run.exception  # type: ignore[misc]
+        return dspy.Prediction(result=run.result, run=run)

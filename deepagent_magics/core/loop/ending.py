@@ -1,0 +1,68 @@
+"""How a run ends before the agent answers: a spend cap reached, or the user's stop.
+
+`observer.StepPredict` remembers, at each step, what it showed the LM (`remember`); when the next
+step may not start (`spend.CapReached`), or the user stops the run (`stopping.StopRun`: the stop
+button at a step boundary, ``q`` at an approval question), `DeepAgent` ends the run here:
+
+- the user's stop: ``stopped`` with the stop's one-line reason, no further LM call;
+- a spend cap, for the root agent: one final chance to answer from what it has, RLM's own
+  ``extract`` step over the REPL history so far (the one LM call a reached cap allows; its usage
+  is counted). The run ends ``finished`` with that answer, or ``budget_exhausted`` when there was
+  nothing to answer from or the call failed (its error one line: the cap's reason, then why the final
+  answer failed); why the cap stopped it is on ``run.config["spend"]``;
+- a spend cap, for a sub-agent: ``budget_exhausted`` at once (the tree's final call is the root's);
+  its parent reads that as the sub-agent's error.
+
+Trajectory, variables and files are kept either way: the interpreter's own shutdown ran as the
+exception left the loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model.failures import reason as failure_reason
+from ..policy.spend import CapReached, budget_of
+from ..run.stopping import StopRun
+from ..run.event_kinds import SPEND_CAP
+
+
+
+def remember(session: Any, kwargs: dict[str, Any]) -> None:
+    if session is not None:
+        session.last_inputs = {"variables_info": kwargs.get("variables_info"),
+                                       "repl_history": kwargs.get("repl_history")}
+
+
+def end_early(rlm: Any, session: Any, exc: BaseException, output_field: str) -> Any:
+    """Finish ``session.run`` for ``exc`` (see the module docstring); returns the run."""
+    run = session.run
+    if isinstance(exc, StopRun):
+        run.finish("stopped", error=str(exc))
+        return run
+    assert isinstance(exc, CapReached)
+    reason = str(exc)
+    budget = budget_of(run)
+    if budget is not None:
+        run.config["spend"] = budget.to_dict()
+    run.emit(SPEND_CAP, reason=reason)
+    inputs = session.last_inputs
+    if run.parent is not None or not inputs:
+        run.finish("budget_exhausted", error=reason)
+        return run
+    try:
+        prediction = rlm.extract(variables_info=inputs["variables_info"] or [],
+                                 repl_history=inputs["repl_history"])
+        answer = getattr(prediction, output_field, None)
+    except Exception as failure:  # the provider failed the final call: the run still ends, kept
+        run.finish("budget_exhausted", error=f"{reason}; the final answer failed: {failure_reason(failure)}")
+        return run
+    if budget is not None:
+        run.config["spend"] = budget.to_dict()
+    if answer is None or not str(answer).strip():
+        run.finish("budget_exhausted", error=reason)
+        return run
+    run.prediction = prediction
+    run.config["spend"] = {**run.config.get("spend", {}), "final_answer": "extract"}
+    run.finish("finished", result=answer)
+    return run

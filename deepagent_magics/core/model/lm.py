@@ -1,0 +1,61 @@
+"""Which LM a run uses.
+
+In order: the one given explicitly (``--lm`` on the cell, ``DeepAgent(lm=...)``),
+the magic's configured default (``%deepagent_config --lm``), the notebook's
+``dspy.configure(lm=...)``, then the ``DEEPAGENT_LM`` environment variable.
+The keys of every LM resolved here are secrets from then on (`redaction`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping
+
+import dspy
+
+from ..run.secrets import register_lm_secrets
+
+NO_LM_MESSAGE = (
+    "No LM configured: pass --lm openai/gpt-4o-mini, run %deepagent_config --lm MODEL, "
+    "call dspy.configure(lm=dspy.LM(MODEL)), or set DEEPAGENT_LM."
+)
+
+
+class NoLMError(RuntimeError):
+    """No LM could be found; the message says how to set one."""
+
+
+def make_lm(spec: Any, namespace: Mapping[str, Any] | None = None) -> Any:
+    """An LM from an LM object, the name of a notebook variable holding one, or a model id."""
+    if spec is None or isinstance(spec, dspy.BaseLM):
+        return spec
+    if not isinstance(spec, str):
+        raise TypeError(f"an LM must be a dspy LM or a model id string, not {type(spec).__name__}")
+    if namespace is not None and isinstance(namespace.get(spec), dspy.BaseLM):
+        return namespace[spec]
+    if "/" not in spec:
+        raise ValueError(f"{spec!r} is not a model id like 'openai/gpt-4o-mini' nor a notebook variable holding an LM")
+    return dspy.LM(spec)
+
+
+def resolve_lm(explicit: Any = None, configured: Any = None, namespace: Mapping[str, Any] | None = None) -> Any:
+    lm = _resolve(explicit, configured, namespace)
+    register_lm_secrets(lm)
+    return lm
+
+
+def _resolve(explicit: Any, configured: Any, namespace: Mapping[str, Any] | None) -> Any:
+    for candidate in (explicit, configured):
+        lm = make_lm(candidate, namespace)
+        if lm is not None:
+            return lm
+    if dspy.settings.lm is not None:
+        return dspy.settings.lm
+    env = os.environ.get("DEEPAGENT_LM", "").strip()
+    if env:
+        return make_lm(env, namespace)
+    raise NoLMError(NO_LM_MESSAGE)
+
+
+def lm_label(lm: Any) -> str:
+    return str(getattr(lm, "model", type(lm).__name__))

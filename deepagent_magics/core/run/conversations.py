@@ -1,0 +1,192 @@
+"""Conversation threads: follow-up runs that know what the earlier turns did.
+
+A thread is the list of turns (runs) of one conversation; its id is its first run's
+id. ``DeepAgent.run(task, thread=...)`` continues one: the run receives the earlier
+turns compactly at the head of its ``context`` input (each task, its result, the
+names and files it created, its steps in summary), and becomes the thread's next
+turn when it ends. A run's record keeps ``config["thread"]`` and
+``config["names_created"]``, so a thread can be rebuilt from the records after a
+kernel restart (the records room registers that loader with `add_loader`).
+
+After a kernel restart, records/conversations.py rebuilds threads from the run records.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .run import STATUS, Event, Run
+
+TURN_RESULT_CHARS = 400
+STEP_CHARS = 90
+MAX_STEPS_SHOWN = 8
+MAX_NAMES = 30
+CONTEXT_BUDGET = 4000  # characters of earlier turns; older turns shrink to one line first
+HEADER = "This cell continues an earlier conversation"
+
+
+class UnknownThread(ValueError):
+    """No thread or run by that id; the message says what to do."""
+
+
+@dataclass
+class Turn:
+    run: str
+    task: str
+    status: str = ""
+    result: str = ""
+    names: list[str] = field(default_factory=list)  # "name (type)" the turn created or changed
+    files: list[str] = field(default_factory=list)
+    steps: list[str] = field(default_factory=list)  # the first line of each step's reasoning
+
+    @classmethod
+    def from_run(cls, data: dict[str, Any]) -> "Turn":
+        """A turn from ``run.to_dict()`` or a run record."""
+        config = data.get("config") or {}
+        steps = [_first_line(step.get("reasoning") or step.get("code") or "", STEP_CHARS)
+                 for step in data.get("steps") or []]
+        return cls(run=str(data.get("id")), task=str(data.get("task") or ""), status=str(data.get("status") or ""),
+                   result=str(data.get("result") if data.get("result") is not None else data.get("error") or ""),
+                   names=list(config.get("names_created") or []), files=list(data.get("files_written") or []),
+                   steps=steps)
+
+    def describe(self, number: int, full: bool) -> str:
+        head = f"Turn {number} (run {self.run}, {self.status or 'unknown'}): {_first_line(self.task, 200)}"
+        if not full:
+            return f"{head} -> {_first_line(self.result, 120)}"
+        lines = [head, f"  result: {_clip(' '.join(self.result.split()), TURN_RESULT_CHARS)}"]
+        if self.names:
+            lines.append(f"  names created: {', '.join(self.names[:MAX_NAMES])}")
+        if self.files:
+            lines.append(f"  files written: {', '.join(self.files[:MAX_NAMES])}")
+        if self.steps:
+            shown = self.steps if len(self.steps) <= MAX_STEPS_SHOWN else (
+                self.steps[: MAX_STEPS_SHOWN // 2] + ["..."] + self.steps[-MAX_STEPS_SHOWN // 2:])
+            lines.append(f"  steps ({len(self.steps)}): " + "; ".join(shown))
+        return "\n".join(lines)
+
+
+@dataclass
+class Thread:
+    id: str
+    turns: list[Turn] = field(default_factory=list)
+
+    def context(self) -> str:
+        """The earlier turns within `CONTEXT_BUDGET`: the oldest shrink to one line, then drop; the newest stays whole."""
+        if not self.turns:
+            return ""
+        header = (f"{HEADER} (thread {self.id}, {len(self.turns)} earlier turn(s); their names are in "
+                  "the namespace unless the kernel restarted). print(context) shows all of this.")
+        numbered = list(enumerate(self.turns, start=1))
+        full = [True] * len(numbered)
+        while True:
+            body = [turn.describe(number, keep) for (number, turn), keep in zip(numbered, full)]
+            dropped = len(self.turns) - len(numbered)
+            lines = [header] + ([f"({dropped} older turn(s) left out; their runs are in the records)"] if dropped else [])
+            text = "\n".join(lines + body)
+            if len(text) <= CONTEXT_BUDGET or len(numbered) == 1:
+                return _clip(text, CONTEXT_BUDGET)
+            if any(full[:-1]):
+                full[full.index(True)] = False
+            else:
+                numbered.pop(0)
+                full.pop(0)
+
+
+_lock = threading.Lock()
+_threads: dict[str, Thread] = {}
+_thread_of_run: dict[str, str] = {}
+Loader = Callable[[str, Any], "Thread | None"]  # (thread or run id, workspace root) -> Thread
+_loaders: list[Loader] = []
+
+
+def add_loader(loader: Loader) -> None:
+    """Find threads that are not in memory (e.g. in run records, after a kernel restart)."""
+    if loader not in _loaders:
+        _loaders.append(loader)
+
+
+def find(key: str, root: Any = None) -> Thread:
+    """The thread with id ``key``, or the thread of run ``key``; UnknownThread if there is none."""
+    with _lock:
+        thread_id = key if key in _threads else _thread_of_run.get(key)
+        if thread_id is not None:
+            return _threads[thread_id]
+    for loader in list(_loaders):
+        found = loader(key, root)
+        if found is not None:
+            remember(found)
+            return found
+    raise UnknownThread(f"there is no run or thread {key!r} to continue; %deepagent_runs lists the runs "
+                        "(or start a new conversation without --continue)")
+
+
+def remember(thread: Thread) -> None:
+    with _lock:
+        _threads[thread.id] = thread
+        for turn in thread.turns:
+            _thread_of_run[turn.run] = thread.id
+
+
+def thread_of(run_id: str) -> str | None:
+    with _lock:
+        return _thread_of_run.get(run_id)
+
+
+def join(run: Run, thread: Any, namespace: dict[str, Any], context: str, root: Any = None) -> str:
+    """Make ``run`` a turn of a thread; return ``context`` with the earlier turns first.
+
+    ``thread``: None or ``"new"`` (a new thread), a `Thread`, or a thread or run id. The
+    run becomes the thread's next turn when it ends, with the names it created.
+    """
+    if thread is None and run.depth > 0:
+        return context  # a sub-agent's run is a turn of no conversation
+    if thread is None or thread == "new":
+        current = Thread(run.id)
+    elif isinstance(thread, Thread):
+        current = thread
+    elif isinstance(thread, Run):
+        current = find(thread.id, root)
+    else:
+        current = find(str(thread), root)
+    remember(current)
+    earlier = current.context()
+    run.config["thread"] = current.id
+    before = _snapshot(namespace)
+
+    def on_event(event: Event) -> None:
+        if event.run is run and event.kind == STATUS and run.ended_at is not None:
+            run.config["names_created"] = _created(namespace, before)
+            with _lock:
+                if all(turn.run != run.id for turn in current.turns):
+                    current.turns.append(Turn.from_run(run.to_dict()))
+                _thread_of_run[run.id] = current.id
+
+    run.subscribe(on_event)
+    return "\n\n".join(part for part in (earlier, context) if part)
+
+
+def _snapshot(namespace: dict[str, Any]) -> dict[str, int]:
+    return {name: id(value) for name, value in list(namespace.items()) if not name.startswith("_")}
+
+
+def _created(namespace: dict[str, Any], before: dict[str, int]) -> list[str]:
+    names = []
+    for name, value in list(namespace.items()):
+        if name.startswith("_") or before.get(name) == id(value) or callable(value) and name == "SUBMIT":
+            continue
+        if type(value).__name__ == "module":
+            continue
+        names.append(f"{name} ({type(value).__name__})")
+    return names[:MAX_NAMES]
+
+
+def _first_line(text: str, limit: int) -> str:
+    line = next((line.strip() for line in str(text).splitlines() if line.strip()), "")
+    return _clip(line, limit)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
