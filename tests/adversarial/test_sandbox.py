@@ -167,6 +167,34 @@ def test_host_state_git_and_a_python_environment_in_the_workspace_are_read_only(
     assert not (site / "sitecustomize.py").exists()
 
 
+@pytest.mark.parametrize("where", ["DEEPAGENT_HOST_KEY", "XDG_DATA_HOME"])
+def test_the_host_key_is_hidden_wherever_it_is_kept(pool, tmp_path, monkeypatch, where):
+    """With the key a sub-agent could sign a planted checkpoint or record: not even outside the home."""
+    folder = tempfile.mkdtemp(prefix="deepagent-data-", dir="/var/tmp")  # neither the home nor a private /tmp
+    try:
+        if where == "DEEPAGENT_HOST_KEY":
+            key = os.path.join(folder, "host.key")
+            monkeypatch.setenv("DEEPAGENT_HOST_KEY", key)
+        else:
+            os.mkdir(os.path.join(folder, "deepagent-magics"))
+            key = os.path.join(folder, "deepagent-magics", "host.key")
+            monkeypatch.setenv("XDG_DATA_HOME", folder)
+            monkeypatch.delenv("DEEPAGENT_HOST_KEY", raising=False)
+        with open(key, "w") as handle:
+            handle.write("HOST-KEY-0123456789abcdef")
+        report = run_in_kernel(pool, tmp_path, f"""
+            try:
+                report = open({key!r}).read()
+            except OSError as exc:
+                report = type(exc).__name__
+        """)
+        assert "HOST-KEY" not in report
+    finally:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 # --------------------------------------------------------------------------- processes
 def marked(mark: str) -> list[psutil.Process]:
     found = []

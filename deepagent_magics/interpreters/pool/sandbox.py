@@ -10,7 +10,7 @@ its code can reach, it can write. So each local kernel starts inside ``bwrap`` (
   ``.git`` (hooks and ``core.fsmonitor`` run on the host) bound read-only over the workspace; the
   Python environment read-only even when it lives in the workspace (a ``.venv``: the host imports it);
   secrets of the home (``.ssh``, cloud credentials, the IPython and Jupyter folders) hidden when the
-  workspace contains the home;
+  workspace contains the home; the host's signing key (``records/host_key.py``) hidden wherever it is;
 - the kernel's own folder (connection file and its unix sockets: the protocol needs no network)
   writable; the environment without credential-named variables and without the host's IPython
   profile, startup file or Jupyter folders;
@@ -156,6 +156,11 @@ def wrap(argv: list[str], *, workspace: str, kernel_dir: str, network: bool = Fa
         path = os.path.join(home, name)
         if _under(path, workspace) and os.path.lexists(path):
             mounts.append((path, 3, ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]))
+    for path in _host_key_paths(home):
+        if os.path.isdir(path):
+            mounts.append((path, 4, ["--tmpfs", path]))
+        elif os.path.isfile(path):
+            mounts.append((path, 4, ["--ro-bind", "/dev/null", path]))
     if network:
         resolv = os.path.realpath("/etc/resolv.conf")
         if any(_under(resolv, area) for area in hidden):  # /run/systemd/resolve/...: DNS needs it
@@ -166,6 +171,17 @@ def wrap(argv: list[str], *, workspace: str, kernel_dir: str, network: bool = Fa
     command += _namespaces(network)
     command += ["--setenv", "HOME", home, "--setenv", "TMPDIR", "/tmp", "--chdir", workspace, "--"]
     return command + list(argv)
+
+
+def _host_key_paths(home: str) -> list[str]:
+    """Where the host's signing key lives (as ``records.host_key.key_path`` finds it): never shown, even
+    when it is kept outside the home (with it a sub-agent could sign a planted checkpoint)."""
+    configured = os.environ.get("DEEPAGENT_HOST_KEY", "").strip()
+    data = os.environ.get("XDG_DATA_HOME", "").strip() or os.path.join(home, ".local", "share")
+    paths = [os.path.realpath(os.path.join(data, "deepagent-magics"))]
+    if configured:
+        paths.append(os.path.realpath(os.path.expanduser(configured)))
+    return paths
 
 
 def _host_folders() -> list[str]:
