@@ -330,7 +330,7 @@ from deepagent_magics.interpreters.pool import KernelPool, live_kernel_pids
 from deepagent_magics.core.run.run import Run
 from deepagent_magics.testing import ScriptedLM
 
-pool = KernelPool(size=2).warm()
+pool = KernelPool(size=2, cwd=sys.argv[1]).warm()  # kernels for this workspace (a sandboxed one serves one)
 assert pool.wait_ready(timeout=120)
 take = pool.take
 def recording_take(*args):  # each kernel's host pids (in a sandbox, os.getpid() in the kernel is 1)
