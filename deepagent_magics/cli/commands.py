@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..core.loop.agent import DeepAgent
+from ..core.model.lm_options import parse_lm_options
 from ..core.model.lm import NoLMError, resolve_lm
-from ..core.loop.profiles import UnknownProfile, available_profiles
+from ..core.loop.profiles import available_profiles
 from ..core.run.run import Run
 from ..core.run.model_text import plain
 from ..display.markup import not_sandboxed_line
@@ -25,8 +26,9 @@ from ..records.export import write_notebook
 from ..records.listing import NoSuchStep, format_step, runs_table
 from ..records.replay import replay
 from ..records.store import find_record, list_records, runs_dir
-from .inputs import LoadError, load_variables
-from .models import ModelError, default_model, model_from_spec
+from ..settings import CLI, agent_keywords, at
+from .inputs import load_variables
+from .models import default_model, model_from_spec
 from .parser import UsageProblem
 
 
@@ -40,16 +42,13 @@ def run_task(args: argparse.Namespace) -> int:
     if workspace.exists() and not workspace.is_dir():
         raise UsageProblem(f"--workspace {args.workspace}: not a directory")
     try:
-        lm = model_from_spec(args.lm) or default_model()
-        sub_lm = model_from_spec(args.sub_lm, "--sub-lm")
-        lm = resolve_lm(lm)  # no model at all: say how to name one, before anything starts
+        options = parse_lm_options(args.lm_options)
+        lm = model_from_spec(args.lm, options=options) or default_model()
+        sub_lm = model_from_spec(args.sub_lm, "--sub-lm", options=options)
+        lm = resolve_lm(lm, options=options)  # no model at all: say how to name one, before anything starts
         namespace = load_variables(args.load)
-    except (ModelError, LoadError) as exc:
-        raise UsageProblem(str(exc)) from None
-    except NoLMError:
+    except NoLMError:  # (any other UserError, a bad model id or --load: main shows its one line)
         raise UsageProblem("no model: pass --lm openai/gpt-4o-mini (or scripted:FILE.json), or set DEEPAGENT_LM") from None
-    except ValueError as exc:  # DEEPAGENT_LM holding something that is not a model id
-        raise UsageProblem(str(exc).splitlines()[0]) from None
     with agent_output_to_stderr():
         run = _run(args, task, lm, sub_lm, namespace, workspace)
     if run is None:
@@ -88,12 +87,8 @@ def _run(args: argparse.Namespace, task: str, lm: Any, sub_lm: Any, namespace: d
     """The run, ended (None: interrupted, said on stderr)."""
     pool = _pool(args) if args.max_depth > 0 else None
     try:
-        agent = DeepAgent(
-            lm=lm, sub_lm=sub_lm, workspace=workspace, max_iters=args.max_iters, max_llm_calls=args.max_llm_calls,
-            profile=args.profile, timeout=args.timeout, max_depth=args.max_depth, max_subagents=args.max_subagents,
-            subagent_max_iters=args.subagent_max_iters, subagent_timeout=args.subagent_timeout,
-            max_parallel=args.max_parallel, pool=pool,
-        )
+        settings = agent_keywords({s.name: getattr(args, s.name) for s in at(CLI)})  # as the table says
+        agent = DeepAgent(**{**settings, "lm": lm, "sub_lm": sub_lm, "workspace": workspace, "pool": pool})
         run = Run(task, profile=agent.profile, config={"approve": args.approve, "front_door": "cli"})
         progress = None if args.quiet else TextProgress(run, stream=sys.stderr)
         try:
@@ -104,7 +99,7 @@ def _run(args: argparse.Namespace, task: str, lm: Any, sub_lm: Any, namespace: d
         finally:
             if progress is not None:
                 progress.close()
-    except (UnknownProfile, OSError) as exc:
+    except OSError as exc:
         raise UsageProblem(str(exc).splitlines()[0]) from None
     finally:
         if pool is not None:

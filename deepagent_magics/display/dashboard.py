@@ -211,10 +211,13 @@ def compaction_html(data: dict[str, Any]) -> str:
 class Dashboard:
     """The widgets for one root run, fed by its events (``on_event``)."""
 
-    def __init__(self, run: Run, steerable: bool = False, workspace: Any = RUN_WORKSPACE):
-        """``workspace``: the folder whose files to show; by default the run's own (a past run's: show.py)."""
+    def __init__(self, run: Run, steerable: bool = False, workspace: Any = RUN_WORKSPACE,
+                 result_inside: bool = True):
+        """``workspace``: the folder whose files to show; by default the run's own (a past run's: show.py).
+        ``result_inside``: False when a finished run's result is the cell's own output (display/result.py)."""
         self.run = run
         self._workspace_root = workspace
+        self.result_inside = result_inside
         self.controls = SteeringControls(run) if steerable else None  # stop, a note, edit todos (controls.py)
         self.status = W.HTML(status_line(run))
         self.todos = W.HTML(todos_html(run.todos))
@@ -373,6 +376,8 @@ class Dashboard:
 
     def show_result(self) -> None:
         run = self.run
+        if run.status == "finished" and not self.result_inside:
+            return
         if run.status == "finished":
             data = markdown_bundle(run.result)  # sanitised HTML, never trusted Markdown (core/run/model_text.py)
         else:

@@ -124,18 +124,27 @@ def not_sandboxed_line(run: Run) -> str | None:
     if reason is None:
         return None
     return (f"deepagent: sub-agents ran NOT sandboxed ({head_line(reason, 120)}): their code could write wherever "
-            "you can; install bubblewrap, or --require-sandbox on to refuse")
+            "you can; install bubblewrap, or --require-sandbox to refuse")
+
+
+def usage_parts(run: Run) -> list[str]:
+    """The run's LM calls, tokens and cost for its whole tree (``run.tree_usage()``), labelled as such when
+    sub-agents made some of them, with the root's own (``run.usage``) beside."""
+    usage = run.tree_usage()
+    parts = [f"{usage.lm_calls} LM calls", tokens_text(usage), usage.cost_text()]
+    if run.children:
+        own = run.usage
+        parts[-1] += f" (whole tree; the root's own: {own.lm_calls} calls, {own.tokens:,} tokens)"
+    return parts
 
 
 def status_line(run: Run, writing: float | None = None) -> str:
     """Status, iteration, usage, time; ``writing``: seconds the model has been writing the next step."""
-    usage = run.tree_usage()
     color = STATUS_COLORS.get(run.status, "#888")
     parts = [f'<b style="color:{color}">● {esc(run.status)}</b>',
              f"iteration {len(run.steps)}/{run.max_iters or '?'}"
              + (f' · <span class="dag-writing-status">writing… {writing:.0f}s</span>' if writing is not None else ""),
-             f"{usage.lm_calls} LM calls", tokens_text(usage), f"${usage.cost:.4f}",
-             f"{run.elapsed:.1f} s"]
+             *map(esc, usage_parts(run)), f"{run.elapsed:.1f} s"]
     budget = budget_of(run)
     if budget is not None and budget.capped:  # spend against each cap of the tree (core.policy.spend)
         parts.append(f'<span class="dag-spend">caps: {esc(budget.describe())}</span>')

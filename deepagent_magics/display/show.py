@@ -43,7 +43,8 @@ def choose_mode(shell: Any, mode: str = "auto") -> str:
 def show_run(run: Run, shell: Any = None, quiet: bool = False, mode: str = "auto") -> Any:
     """Start showing ``run`` in the current cell; returns an object with ``close()``.
 
-    ``shows_result`` on the returned object tells whether it shows the result itself.
+    ``shows_result`` on the returned object tells whether it shows the result itself; when it does not,
+    the caller displays it as the cell's own output (`result.show_result`), below the live view.
     """
     if quiet:
         return _Nothing()
@@ -54,8 +55,8 @@ def show_run(run: Run, shell: Any = None, quiet: bool = False, mode: str = "auto
 
     from .dashboard import Dashboard
 
-    dashboard = Dashboard(run, steerable=True)
-    dashboard.shows_result = True
+    dashboard = Dashboard(run, steerable=True, result_inside=False)
+    dashboard.shows_result = False  # the magic displays it below, as the cell's own output (result.py)
     unsubscribe = run.subscribe(Routed(dashboard.on_event))
     handle = display(WidgetWithSummary(dashboard.widget, run), display_id=True)
 

@@ -21,7 +21,7 @@ from ..core.policy.spend import budget_of
 from ..core.model.retries import PROVIDER_RETRY
 from ..core.run.run import RUN_FINISHED, STEP_FINISHED, SUBAGENT_STARTED, Event, Run
 from ..core.model.step_streaming import LLM_QUERY_STREAMING, STEP_STREAMING
-from .markup import not_sandboxed, step_mark, tokens_text
+from .markup import not_sandboxed, step_mark, usage_parts
 from ..core.run.model_text import plain
 from .streaming import query_text_line, text_line
 from .routing import Routed
@@ -105,10 +105,9 @@ class TextProgress:
 
 def summary(run: Run) -> str:
     """One line: status, steps, sub-agents, usage, time, todos, files."""
-    usage = run.tree_usage()
     children = _count_children(run)
     parts = [f"{len(run.steps)} steps" + (f" (+{children} sub-agents)" if children else ""),
-             f"{usage.lm_calls} LM calls", tokens_text(usage), f"${usage.cost:.4f}", f"{run.elapsed:.1f}s"]
+             *usage_parts(run), f"{run.elapsed:.1f}s"]
     if run.todos:
         done = sum(item.get("status") == "completed" for item in run.todos)
         parts.append(f"todos {done}/{len(run.todos)} completed")

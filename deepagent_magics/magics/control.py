@@ -7,7 +7,6 @@ and ``%deepagent_undo`` (over ``run.changes``: ``interpreters/provenance.py``, `
 
 from __future__ import annotations
 
-import math
 import textwrap
 from typing import Any
 
@@ -23,8 +22,6 @@ from ..display.markup import not_sandboxed_line
 from .arguments import one_line, parse_flags
 from .configured import AgentMagicsBase
 
-
-MAX_UNDO_MB = 100_000.0
 
 
 def resolve_policy(value: Any, namespace: dict[str, Any]) -> Any:
@@ -45,15 +42,13 @@ def resolve_policy(value: Any, namespace: dict[str, Any]) -> Any:
 
 
 def check_approval(updates: dict[str, Any], namespace: dict[str, Any]) -> None:
-    """Check ``--approve`` and ``--approve-rules`` before any setting sticks (a UsageError if bad)."""
+    """Check ``--approve`` and ``--approve-rules`` before any setting sticks (a UsageError if bad; ``--undo-limit``'s
+    bounds: ``settings.py``)."""
     if "approve" in updates:
         check_policy(resolve_policy(updates["approve"], namespace))
         updates["approve"] = str(updates["approve"]).strip()
     if "approve_rules" in updates:
         check_rules(updates["approve_rules"])
-    limit = updates.get("undo_limit")
-    if limit is not None and not (math.isfinite(limit) and 0 <= limit <= MAX_UNDO_MB):
-        raise UsageError(f"--undo-limit must be a number of megabytes from 0 to {MAX_UNDO_MB:g}, got {limit}")
 
 
 def check_rules(value: str | None) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from ..core.run.secrets import REDACTED, register_secret
+from .arguments import shown_lm_options
 
 OFF = ("off", "none", "")
 
@@ -78,6 +79,8 @@ def shown(name: str, value: Any) -> Any:
     """A setting as ``%deepagent_config`` prints it: never the token itself."""
     if name == "gateway_token":
         return "(set)" if value else None
+    if name == "lm_options":
+        return shown_lm_options(value)
     if name == "gateway_token_env" and value:
         return f"{value} ({'set' if os.environ.get(value) else 'not set'} in the environment)"
     if name == "gateway_url" and value is None:

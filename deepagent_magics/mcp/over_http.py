@@ -17,11 +17,13 @@ import secrets
 import sys
 from typing import Any
 
+from ..errors import UserError
+
 TOKEN_ENV = "DEEPAGENT_MCP_TOKEN"
 MIN_TOKEN = 16  # characters: a shorter token in the environment is refused
 
 
-class TokenError(ValueError):
+class TokenError(UserError, ValueError):
     """The token in the environment cannot be used; the message is one line."""
 
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import DeepAgentError, UserError
 from ..core.run.secrets import Redactor, is_secret_name, secret_values
 from .checkpoint_replay import Approve, recorded_code, replay as _replay, shown
 from .checkpoint_secrets import holds_secret, scrub_assignments
@@ -57,7 +58,7 @@ __all__ = ["CheckpointError", "Report", "checkpoint_dir", "list_checkpoints", "l
            "scrub_assignments"]
 
 
-class CheckpointError(ValueError):
+class CheckpointError(UserError, ValueError):
     """A checkpoint cannot be saved or read; the message is one line saying what to do."""
 
 
@@ -287,7 +288,7 @@ def _replay_into(manifest: dict[str, Any], namespace: dict[str, Any], loaded: di
             report.skipped[variable] = "could not be serialised, and replaying its recorded code did not make it"
 
 
-class DigestMismatch(ValueError):
+class DigestMismatch(DeepAgentError, ValueError):
     """A variable's file is not the one the signed manifest names."""
 
 

@@ -18,12 +18,14 @@ import io
 import types
 from typing import Any, Callable
 
+from ..errors import DeepAgentSignal
+
 SUBMIT_STUB = "def SUBMIT(*args, **kwargs):\n    raise _ReplayDone()\n"
 Approve = Callable[[list[str], str], "tuple[bool, str]"]  # (names, code) -> (run it?, why not)
 
 
-class _ReplayDone(Exception):
-    pass
+class _ReplayDone(DeepAgentSignal, Exception):
+    """The replayed code called SUBMIT: its run is done (an Exception too, as it always was)."""
 
 
 def recorded_code(runs: Any) -> list[tuple[str, str]]:

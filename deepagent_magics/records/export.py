@@ -27,6 +27,7 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from ..core.run.model_text import markdown_html
+from ..core.run.run import Usage
 from .store import record_home
 
 KNOWN_TOOLS = {"write_todos", "read_todos", "ls", "read_file", "write_file", "edit_file", "glob", "grep",
@@ -180,13 +181,12 @@ def model_markdown_cell(text: str) -> nbformat.NotebookNode:
 
 
 def _header(record: dict[str, Any]) -> str:
-    usage = record.get("usage_total") or record.get("usage") or {}
-    tokens = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
+    usage = Usage.from_dict(record.get("usage_total") or record.get("usage"))
     model = (record.get("config") or {}).get("lm") or "?"
     task = "\n".join("> " + line for line in str(record.get("task", "")).strip().splitlines())
     return (f"# Agent run `{record.get('id')}`\n\n{task}\n\n"
-            f"**{record.get('status')}** · {len(record.get('steps') or [])} steps · {usage.get('lm_calls', 0)} LM calls · "
-            f"{tokens:,} tokens · ${usage.get('cost', 0):.4f} · model `{model}` · prompt `{record.get('prompt_hash')}`")
+            f"**{record.get('status')}** · {len(record.get('steps') or [])} steps · {usage.lm_calls} LM calls · "
+            f"{usage.tokens:,} tokens · {usage.cost_text()} (whole tree) · model `{model}` · prompt `{record.get('prompt_hash')}`")
 
 
 def _add_steps(nb: nbformat.NotebookNode, record: dict[str, Any], level: int) -> None:

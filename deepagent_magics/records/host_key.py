@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..errors import UserError
+
 ENV = "DEEPAGENT_HOST_KEY"
 KEY_BYTES = 32
 FIELD = "host_mac"
@@ -39,7 +41,7 @@ _lock = threading.Lock()
 _keys: dict[Path, bytes] = {}
 
 
-class HostKeyError(OSError):
+class HostKeyError(UserError, OSError):
     """The host key cannot be read or made; the message is one line saying where and why."""
 
 

@@ -25,29 +25,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import InvalidValue, UserError
+from ..settings import SERVER, Setting, at
+
 log = logging.getLogger(__name__)
 
-# Request fields that become %%deepagent flags, with the type each must have.
-FLAGS: dict[str, tuple[str, type | tuple[type, ...]]] = {
-    "lm": ("--lm", str),
-    "sub_lm": ("--sub-lm", str),
-    "max_iters": ("--max-iters", int),
-    "max_llm_calls": ("--max-llm-calls", int),
-    "profile": ("--profile", str),
-    "timeout": ("--timeout", (int, float)),
-    "max_depth": ("--max-depth", int),
-    "max_subagents": ("--max-subagents", int),
-    "subagent_max_iters": ("--subagent-max-iters", int),
-    "subagent_timeout": ("--subagent-timeout", (int, float)),
-    "max_parallel": ("--max-parallel", int),
-    "subagent_network": ("--subagent-network", bool),  # on/off
-    "require_sandbox": ("--require-sandbox", bool),
-}
+# Request fields that become %%deepagent flags: the settings of the table (settings.py) at the SERVER door.
+FLAGS: dict[str, Setting] = {setting.name: setting for setting in at(SERVER)}
 FIELDS = {"task", "kernel_id", "kernel_name", "workspace", *FLAGS}
+JSON_TYPES = {float: (int, float)}  # a JSON number without a point is an int
 REPLY_TIMEOUT = 24 * 3600.0  # a run may be long; the wait for its cell's reply is only bookkeeping
 
 
-class RequestError(Exception):
+class RequestError(UserError):
     """A bad request: ``status`` is the HTTP status to answer with."""
 
     def __init__(self, status: int, message: str):
@@ -87,10 +77,13 @@ def new_run_id() -> str:
 def cell_code(run_id: str, task: str, workspace: Path, body: dict[str, Any]) -> str:
     """The code that runs the ``%%deepagent`` cell in the kernel."""
     flags = ["--run-id", run_id, "--workspace", str(workspace), "--no-interpolate", "--display", "text"]
-    for name, (flag, _) in FLAGS.items():
-        if body.get(name) is not None:
-            value = body[name]
-            flags += [flag, ("on" if value else "off") if isinstance(value, bool) else str(value)]
+    for name, setting in FLAGS.items():
+        value = body.get(name)
+        if setting.kind is bool:  # the cell's switch: --quiet, or --no-stream for one on by default
+            if value is not None and value != setting.default:
+                flags.append(setting.flag if value else "--no-" + setting.flag[2:])
+        elif value is not None:
+            flags += [setting.flag, str(value)]
     line = " ".join(shlex.quote(flag) for flag in flags)
     return ("get_ipython().run_line_magic('load_ext', 'deepagent_magics')\n"
             f"get_ipython().run_cell_magic('deepagent', {line!r}, {task!r})\n")
@@ -109,18 +102,21 @@ def check_body(body: Any) -> dict[str, Any]:
     for name in ("kernel_id", "kernel_name", "workspace"):
         if body.get(name) is not None and not isinstance(body[name], str):
             raise RequestError(400, f"\"{name}\" must be a string")
-    for name, (_, kind) in FLAGS.items():
+    for name, setting in FLAGS.items():
         value = body.get(name)
         if value is None:
             continue
-        if kind is bool:
+        if setting.kind is bool:
             if not isinstance(value, bool):
                 raise RequestError(400, f"\"{name}\" must be true or false")
             continue
+        kind = JSON_TYPES.get(setting.kind, setting.kind)
         if isinstance(value, bool) or not isinstance(value, kind):
-            raise RequestError(400, f"\"{name}\" must be {'a number' if kind != str else 'a string'}")
-        if kind != str and value <= 0:
-            raise RequestError(400, f"\"{name}\" must be positive")
+            raise RequestError(400, f"\"{name}\" must be {'a string' if kind is str else 'a number'}")
+        try:
+            setting.check(value, label=f"\"{name}\"")
+        except InvalidValue as exc:
+            raise RequestError(400, str(exc)) from None
         if isinstance(value, str) and ("\n" in value or not value.strip()):
             raise RequestError(400, f"\"{name}\" must be one non-empty line")
     return body

@@ -25,6 +25,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any, Callable
 
+from ..errors import UserError
 from ..core.run import session as _session
 from .tool_call import tool
 
@@ -59,7 +60,7 @@ CREATE TRIGGER IF NOT EXISTS memories_ad AFTER DELETE ON memories BEGIN
 """
 
 
-class MemoryStoreError(ValueError):
+class MemoryStoreError(UserError, ValueError):
     """The store cannot be used; the message is one line saying what to do."""
 
 

@@ -336,7 +336,7 @@ def test_requiring_the_sandbox_refuses_where_it_cannot_run(tmp_path, no_bwrap, i
     # In the notebook: one line, before anything runs.
     ip.user_ns["lm"] = lm
     with pytest.raises(UsageError, match="must run sandboxed"):
-        ip.run_cell_magic("deepagent", "--lm lm --require-sandbox on", "ROOT: go")
+        ip.run_cell_magic("deepagent", "--lm lm --require-sandbox", "ROOT: go")
     assert "_deepagent_run" not in ip.user_ns
 
 

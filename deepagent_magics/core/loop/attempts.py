@@ -31,6 +31,7 @@ import dspy
 from dspy.primitives.repl_types import REPLHistory
 from dspy.utils.exceptions import AdapterParseError, ContextWindowExceededError
 
+from ...errors import DeepAgentError
 from ..model.compaction import KEEP_VERBATIM, compactor_for
 from ..model.replies import COMPLETED, action_adapter, diagnose
 from ..policy.spend import check_retry
@@ -42,11 +43,11 @@ FEEDBACK = ("[Format error] Your last reply could not be used: {problem}. Nothin
             "```python block, then [[ ## completed ## ]].")
 
 
-class UnreadableReply(RuntimeError):
+class UnreadableReply(DeepAgentError, RuntimeError):
     """The model's replies for one step could not be read, however often it was asked."""
 
 
-class ContextTooLong(RuntimeError):
+class ContextTooLong(DeepAgentError, RuntimeError):
     """The step's prompt does not fit the model's context window and compaction cannot shorten it."""
 
 

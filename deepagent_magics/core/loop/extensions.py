@@ -24,6 +24,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
+from ...errors import DeepAgentError
 from ..run.run import Run
 
 DeepAgent = Any  # core.loop.agent.DeepAgent, which imports this module (no cycle, not even for typing)
@@ -35,7 +36,7 @@ InstructionsProvider = Callable[[DeepAgent, Any], str]  # (agent, workspace root
 ServerTools = Callable[..., list[Callable[..., Any]]]  # (specs, taken=names) -> tools
 
 
-class NoInterpreter(RuntimeError):
+class NoInterpreter(DeepAgentError, RuntimeError):
     """An agent whose extensions name no root interpreter was asked to run."""
 
 

@@ -2,8 +2,9 @@
 
 ``dspy.RLM`` restates its whole REPL history in every action request. When that
 history passes the agent's ``compact_at`` (tokens, or a fraction of the model's
-context window as LiteLLM reports it), the older steps are replaced *in the prompt*
-by a summary the sub-LM writes; the last `KEEP_VERBATIM` steps stay verbatim. The
+context window: the LM's ``deepagent_context_window`` when it has one, as the local
+server's LM does, else as LiteLLM reports it), the older steps are replaced *in the
+prompt* by a summary the sub-LM writes; the last `KEEP_VERBATIM` steps stay verbatim. The
 RLM's own history, the run's steps and its record keep every step, and the agent's
 ``history()`` tool returns them all.
 
@@ -26,8 +27,9 @@ from typing import Any
 import dspy
 from dspy.primitives.repl_types import REPLHistory
 from ..run.event_kinds import COMPACTION
+from ...settings import SETTINGS
 
-DEFAULT_COMPACT_AT = 0.5  # of the context window (deepagents and the RLM paper compact at 0.85 of a full one)
+DEFAULT_COMPACT_AT = SETTINGS["compact_at"].default  # 0.5 of the context window (deepagents and the RLM paper compact at 0.85 of a full one)
 FALLBACK_WINDOW = 128_000  # tokens, when LiteLLM does not know the model
 MIN_WINDOW = 4_096  # tokens: below a share of this, no history needs compacting, whatever the model
 CHARS_PER_TOKEN = 4
@@ -67,7 +69,12 @@ def threshold_tokens(compact_at: float | int | None, lm: Any) -> int | None:
 
 
 def context_window(lm: Any) -> int:
-    """The model's input window as LiteLLM's bundled price list reports it (`FALLBACK_WINDOW` when unknown)."""
+    """The model's input window: what the LM says it is (``lm.deepagent_context_window``, set by the local
+    server, `local_server`, and by any user who knows their server's), else what LiteLLM's bundled price
+    list reports (`FALLBACK_WINDOW` when unknown)."""
+    known = getattr(lm, "deepagent_context_window", None)
+    if isinstance(known, int) and not isinstance(known, bool) and known > 0:
+        return known
     model = getattr(lm, "model", None)
     return _window(model) if isinstance(model, str) else FALLBACK_WINDOW
 

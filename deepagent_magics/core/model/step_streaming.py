@@ -38,6 +38,7 @@ from typing import Any, Callable
 
 import dspy
 
+from ...errors import DeepAgentError
 from ..run.secrets import scrub
 from ..run.run_tree import tree_of
 from ..run.event_kinds import LLM_QUERY_STREAMING, STEP_STREAMING, TRANSIENT
@@ -50,7 +51,7 @@ _no_stream: "weakref.WeakSet[Any]" = weakref.WeakSet()  # LMs whose server answe
 _lock = threading.Lock()
 
 
-class StreamCancelled(Exception):
+class StreamCancelled(DeepAgentError):
     """The caller stopped waiting (an interrupt): the stream ends at its next chunk."""
 
 

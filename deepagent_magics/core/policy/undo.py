@@ -25,12 +25,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from ...errors import UserError
 from . import fingerprint as fp
 
 _MISSING = object()
 
 
-class AlreadyUndone(ValueError):
+class AlreadyUndone(UserError, ValueError):
     """The run was taken back before, and nothing of it waits on a later run."""
 
 

@@ -49,11 +49,15 @@ Listener = Callable[[Event], None]
 
 @dataclass
 class Usage:
+    """LM calls, tokens and cost. ``run.usage`` is one run's own (the root's calls, its ``llm_query``s);
+    ``run.tree_usage()`` adds every sub-agent's: what displays, listings and spend caps show."""
+
     lm_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    cost: float = 0.0
+    cost: float = 0.0  # USD of the calls the provider priced
     cached_input_tokens: int = 0  # of input_tokens, read from the provider's prompt cache (core.model.caching)
+    unpriced_calls: int = 0  # calls with no price (a local server, a model LiteLLM has no price for)
 
     def add(self, input_tokens: int = 0, output_tokens: int = 0, cost: float | None = None,
             cached_tokens: int = 0) -> None:
@@ -62,10 +66,34 @@ class Usage:
         self.output_tokens += int(output_tokens or 0)
         self.cost += float(cost or 0.0)
         self.cached_input_tokens += int(cached_tokens or 0)
+        self.unpriced_calls += cost is None
+
+    def merge(self, other: "Usage") -> None:
+        for name in ("lm_calls", "input_tokens", "output_tokens", "cost", "cached_input_tokens", "unpriced_calls"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
 
     @property
     def tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+    def cost_text(self) -> str:
+        """``$0.0123``; ``cost unknown`` when no call had a price, never a made-up ``$0.0000``."""
+        if self.lm_calls and self.unpriced_calls >= self.lm_calls:
+            return "cost unknown"
+        priced = f"${self.cost:.4f}"
+        return f"{priced} + {self.unpriced_calls} unpriced calls" if self.unpriced_calls else priced
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "Usage":
+        """A record's usage (records before ``unpriced_calls`` existed read as all priced)."""
+        data = data if isinstance(data, dict) else {}
+        numbers = {}
+        for name in ("lm_calls", "input_tokens", "output_tokens", "cost", "cached_input_tokens", "unpriced_calls"):
+            try:
+                numbers[name] = (float if name == "cost" else int)(data.get(name) or 0)
+            except (TypeError, ValueError):
+                numbers[name] = 0
+        return cls(**numbers)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -74,6 +102,7 @@ class Usage:
             "output_tokens": self.output_tokens,
             "cached_input_tokens": self.cached_input_tokens,
             "cost": round(self.cost, 6),
+            "unpriced_calls": self.unpriced_calls,
         }
 
 
@@ -320,14 +349,10 @@ class Run:
             yield from child.walk()
 
     def tree_usage(self) -> Usage:
-        """The LM usage of this run and all its sub-agents together."""
+        """The LM usage of this run and all its sub-agents together (``self.usage`` is this run's own)."""
         total = Usage()
         for each in self.walk():
-            total.lm_calls += each.usage.lm_calls
-            total.input_tokens += each.usage.input_tokens
-            total.output_tokens += each.usage.output_tokens
-            total.cost += each.usage.cost
-            total.cached_input_tokens += each.usage.cached_input_tokens
+            total.merge(each.usage)
         return total
 
     def __repr__(self) -> str:

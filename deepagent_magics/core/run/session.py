@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...errors import UserError
 from ..workspace.workspace import Workspace
 from .run import Run
 
@@ -55,7 +56,7 @@ def deactivate(token: contextvars.Token) -> None:
     _current.reset(token)
 
 
-class NamespaceBusy(RuntimeError):
+class NamespaceBusy(UserError, RuntimeError):
     """Another run is using this namespace; a second run on it is refused (one line for the user)."""
 
 

@@ -21,6 +21,7 @@ import stat
 from pathlib import Path
 from typing import Callable
 
+from ...errors import DeepAgentError
 from . import safe_fs
 from .patterns import PatternError, compile_regex, glob_regex
 
@@ -34,7 +35,7 @@ SKIPPED_DIRS = {".git", HOST_STATE, "__pycache__", ".ipynb_checkpoints", ".venv"
 Stop = Callable[[], bool] | None
 
 
-class WorkspaceError(ValueError):
+class WorkspaceError(DeepAgentError, ValueError):
     """A path or an edit the workspace refuses; its message is what the agent sees."""
 
 

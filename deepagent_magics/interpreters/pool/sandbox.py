@@ -82,7 +82,7 @@ class SandboxPolicy:
 
 def refusal(reason: str) -> str:
     return (f"sub-agents must run sandboxed (--require-sandbox) but bubblewrap cannot run here: {reason}; "
-            "install bubblewrap (apt-get install bubblewrap), or --require-sandbox off")
+            "install bubblewrap (apt-get install bubblewrap), or leave --require-sandbox off")
 
 
 def unavailable(network: bool = False) -> str | None:

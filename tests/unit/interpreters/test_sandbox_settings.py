@@ -38,9 +38,9 @@ def test_the_command_line_and_the_run_api_take_them_too():
     assert (args.subagent_network, args.require_sandbox) == (True, True)
     args = build_parser().parse_args(["run", "task"])
     assert (args.subagent_network, args.require_sandbox) == (False, False)
-    code = cell_code("r1", "task", "/w", {"subagent_network": True, "require_sandbox": False})
-    assert "--subagent-network on --require-sandbox off" in code
-    with pytest.raises(RequestError, match="true or false"):
+    code = cell_code("r1", "task", "/w", {"subagent_network": True, "require_sandbox": True})
+    assert "--subagent-network --require-sandbox" in code
+    with pytest.raises(RequestError):
         check_body({"task": "t", "subagent_network": "yes"})
 
 

@@ -32,8 +32,9 @@ def test_runs_lists_recent_runs_newest_first(ip, two_runs, capsys):
     capsys.readouterr()
     ip.run_line_magic("deepagent_runs", "")
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["id", "time", "status", "steps", "tokens", "cost", "task"]
+    assert lines[0].split() == ["id", "time", "status", "steps", "tokens", "(tree)", "cost", "(tree)", "task"]
     assert "Double twenty-one" in lines[1] and "finished" in lines[1] and " 3 " in lines[1]
+    assert "cost unknown" in lines[1] and "$0.0000" not in lines[1]  # a scripted model has no price
     assert "Count to three" in lines[2] and " 2 " in lines[2]
     assert two_runs.id in lines[1]
     ip.run_line_magic("deepagent_runs", "--limit 1")
