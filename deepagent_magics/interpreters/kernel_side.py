@@ -336,8 +336,6 @@ def install(host_pid=None, lifeline_fd=None, kernel_dir=None):
     namespace[RUNTIME_NAME] = Runtime(namespace)
     _refuse_unroutable_requests()
     processes.become_subreaper()
-    if os.name == "posix" and os.getpid() == 1:  # a sandbox's init: it dies with the bwrap holding it
-        processes.die_with_parent()
     if host_pid:
         _end_with_host(int(host_pid), lifeline_fd, kernel_dir)
 

@@ -15,7 +15,6 @@ import os
 import signal
 
 PR_SET_CHILD_SUBREAPER = 36
-PR_SET_PDEATHSIG = 1
 MAX_ROUNDS = 50
 
 
@@ -28,21 +27,6 @@ def become_subreaper():
 
         libc = ctypes.CDLL(None, use_errno=True)
         return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def die_with_parent():
-    """SIGKILL this process when its parent dies (Linux): a sandboxed kernel (PID 1 of its namespace,
-    whose exit ends the namespace) dies with the ``bwrap`` process the host holds, whoever kills that.
-    (``bwrap --die-with-parent`` would also tie ``bwrap`` to the host *thread* that started it.)"""
-    if not os.path.isdir("/proc"):
-        return False
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import socket
 import tempfile
 import textwrap
@@ -200,8 +201,6 @@ def test_the_host_key_is_hidden_wherever_it_is_kept(pool, tmp_path, monkeypatch,
         """)
         assert "HOST-KEY" not in report
     finally:
-        import shutil
-
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -245,6 +244,64 @@ def test_no_process_outlives_a_kernel_that_exits_by_itself(pool, tmp_path):
     finally:
         for process in marked(mark):
             process.kill()
+
+
+def _cmdline(process: psutil.Process) -> list[str]:
+    try:
+        return process.cmdline()
+    except psutil.Error:  # gone meanwhile (the sandbox's probe)
+        return []
+
+
+STARTING_HOST = """
+import sys, time
+from deepagent_magics.interpreters.pool import KernelPool, lifecycle
+register = lifecycle.register
+def slow_register(kernel):  # the host is killed in the window after a sandbox starts, before it is registered
+    time.sleep(600)
+    return register(kernel)
+lifecycle.register = slow_register
+KernelPool(size=2, cwd=sys.argv[1]).warm()
+time.sleep(600)
+"""
+
+
+def test_a_host_killed_while_its_sandboxes_start_leaves_none(tmp_path):
+    """Before a kernel watches its lifeline, and before the keeper is told of it (here: never), it is already
+    tied to its host."""
+    import signal
+    import subprocess
+    import sys
+
+    script = tmp_path / "host.py"
+    script.write_text(STARTING_HOST)
+    host = subprocess.Popen([sys.executable, str(script), str(tmp_path)])
+    tree: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # a kernel running in its sandbox, which the host never registers
+            if any("ipykernel_launcher" in " ".join(_cmdline(p)) for p in psutil.Process(host.pid).children(True)):
+                break
+            time.sleep(0.05)
+        time.sleep(1.0)
+        tree = psutil.Process(host.pid).children(recursive=True)
+        assert any(_cmdline(p)[:1] == [shutil.which("bwrap")] for p in tree) and len(tree) >= 2, tree
+        host.send_signal(signal.SIGKILL)
+        host.wait(timeout=30)
+        deadline = time.monotonic() + 15
+        alive = tree
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.1)
+            alive = [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        assert [" ".join(p.cmdline())[:60] for p in alive] == []
+    finally:
+        if host.poll() is None:
+            host.kill()
+        for process in tree:
+            try:
+                process.kill()
+            except psutil.Error:
+                pass
 
 
 # --------------------------------------------------------------------------- network

@@ -31,7 +31,7 @@ from ...errors import DeepAgentError
 from ...core.loop.tool_binding import run_coroutine
 from .. import kernel_side
 from ..kernel_side import RUNTIME_NAME
-from . import lifecycle, sandbox
+from . import launcher, lifecycle, sandbox
 from .sandbox import SandboxPolicy
 
 log = logging.getLogger(__name__)
@@ -127,9 +127,14 @@ class Kernel:
         try:
             env = self._confine(cwd)
             with open(self.log_path, "wb") as output:  # the kernel's own logs, not the notebook's
-                run_coroutine(self.manager.start_kernel(cwd=self.workspace or cwd or os.getcwd(), stdout=output,
+                def starting() -> Any:
+                    return self.manager.start_kernel(cwd=self.workspace or cwd or os.getcwd(), stdout=output,
                                                      stderr=output, pass_fds=(lifecycle.lifeline(),),
-                                                     **({"env": env} if env is not None else {})))
+                                                     **({"env": env} if env is not None else {}))
+
+                # A sandbox dies with the thread that starts it (bwrap --die-with-parent): the launcher's
+                # lives as long as this process.
+                launcher.launch(starting) if env is not None else run_coroutine(starting())
         except Exception as exc:
             self.close()
             raise KernelStartError(f"could not start kernel {self.kernel_name!r}: {exc}") from exc

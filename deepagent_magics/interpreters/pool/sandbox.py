@@ -15,9 +15,10 @@ its code can reach, it can write. So each local kernel starts inside ``bwrap`` (
   writable; the environment without credential-named variables and without the host's IPython
   profile, startup file or Jupyter folders;
 - its own PID namespace with the kernel as PID 1 (``--as-pid-1``): when the kernel exits, however,
-  the kernel ends every process in it, ``setsid`` grandchildren included; and it dies with the
-  ``bwrap`` process the host holds (`processes.die_with_parent`: ``bwrap --die-with-parent`` would
-  tie ``bwrap`` to the host thread that started it, and a pool starts kernels from passing threads);
+  the kernel ends every process in it, ``setsid`` grandchildren included; ``--die-with-parent``
+  ends the sandbox with the host (with the host's thread that started it: `launcher` starts every
+  sandbox on a thread that lives as long as the host), even while the kernel is still starting,
+  and ends the kernel with the ``bwrap`` process holding it, whoever kills that;
 - its own network namespace (no network, loopback included) unless the policy allows the network.
 
 Where ``bwrap`` cannot run (not installed, no user namespaces, not Linux), `SandboxPolicy.status`
@@ -119,7 +120,7 @@ def forget_probes() -> None:
 
 
 def _namespaces(network: bool) -> list[str]:
-    return ["--unshare-pid", "--as-pid-1", "--new-session", "--unshare-ipc", "--unshare-uts",
+    return ["--unshare-pid", "--as-pid-1", "--new-session", "--die-with-parent", "--unshare-ipc", "--unshare-uts",
             *([] if network else ["--unshare-net"])]
 
 
