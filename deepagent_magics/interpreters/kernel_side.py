@@ -127,7 +127,8 @@ def exec_step(body, tail, filename, namespace, scope=None):
                 _audit(_STEP_END, scope)
     except BaseException as exc:  # noqa: BLE001 - raised again below, outside any handler
         error = exc
-    _settrace(trace)
+    if _gettrace() is not trace:  # only when it changed: with an audit hook written in Python installed (approval's),
+        _settrace(trace)  # CPython 3.11 refuses a settrace while another thread's is still in its hook
     _set_handled_exception(None if before is None else id(before))
     if error is not None:
         try:
@@ -137,7 +138,7 @@ def exec_step(body, tail, filename, namespace, scope=None):
     return value
 
 
-_settrace = sys.settrace
+_settrace, _gettrace = sys.settrace, sys.gettrace
 _audit, _STEP, _STEP_END = sys.audit, runtime_checks.STEP, runtime_checks.STEP_END
 _set_handled_exception = ctypes.pythonapi.PyErr_SetHandledException  # new in 3.11; takes a new reference
 _set_handled_exception.argtypes = [ctypes.c_void_p]
