@@ -130,8 +130,14 @@ from deepagent_magics.interpreters.kernel import KernelInterpreter
 pool = KernelPool(size=2).warm()
 assert pool.wait_ready(timeout=120)
 interpreter = KernelInterpreter(pool=pool)        # one kernel in use, one ready, one refilling
-interpreter.execute("import subprocess; child = subprocess.Popen(['sleep', '600'])")
-grandchild = int(interpreter.execute("child.pid"))
+interpreter.execute("import subprocess; child = subprocess.Popen(['sleep', '600.0713'])")
+# Found by its command line: in a sandbox the kernel's pids are those of its own PID namespace.
+for _ in range(100):
+    grandchild = [int(p) for p in os.listdir("/proc") if p.isdigit() and b"600.0713" in open(f"/proc/{p}/cmdline", "rb").read()]
+    if grandchild:
+        break
+    time.sleep(0.05)
+grandchild = grandchild[0]
 pool.wait_ready(timeout=120)
 print(json.dumps({"kernels": pool.pids(), "grandchild": grandchild, "dirs": live_kernel_dirs()}), flush=True)
 sys.stdin.readline()  # until the test has seen them alive

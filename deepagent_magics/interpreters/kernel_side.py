@@ -349,16 +349,20 @@ def _end_with_host(host_pid, lifeline_fd=None, kernel_dir=None, interval=0.5):
 
     ``lifeline_fd`` is the read end of a pipe whose write end only the host holds: it reads EOF
     the moment the host is gone (before ipykernel's own parent poller, which would end the kernel
-    but not its children, notices). Without it, the parent pid is polled."""
+    but not its children, notices). Without it, the parent pid is polled.
+
+    In a sandbox the kernel is PID 1 of its own namespace: its parent (``bwrap``, outside) reads as
+    0, so only the lifeline counts, and its own exit ends every process in the namespace."""
     import select
     import signal
     import time
 
     if os.name != "posix" or os.getpgid(0) != os.getpid():
         return
+    sandboxed = os.getpid() == 1
 
     def host_gone():
-        if os.getppid() != host_pid:
+        if not sandboxed and os.getppid() != host_pid:
             return True
         if lifeline_fd is None:
             time.sleep(interval)
@@ -379,5 +383,6 @@ def _end_with_host(host_pid, lifeline_fd=None, kernel_dir=None, interval=0.5):
             shutil.rmtree(kernel_dir, ignore_errors=True)
         processes.kill_tree(os.getpid(), include_root=False)
         os.killpg(0, signal.SIGKILL)
+        os._exit(1)  # PID 1 of a sandbox ignores the SIGKILL above: its exit ends the namespace
 
     threading.Thread(target=watch, name="deepagent-host-watch", daemon=True).start()
