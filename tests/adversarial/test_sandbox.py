@@ -142,12 +142,14 @@ def test_a_workspace_that_holds_the_home_still_hides_the_homes_secrets(pool, hom
     assert (home / ".ssh" / "id_ed25519").read_text() == "PRIVATE-KEY-d41d8cd9"
 
 
-def test_host_state_git_and_a_python_environment_in_the_workspace_are_read_only(pool, tmp_path, monkeypatch):
+def test_host_state_git_skills_and_a_python_environment_in_the_workspace_are_read_only(pool, tmp_path, monkeypatch):
     workspace = tmp_path / "ws"
     record = workspace / ".deepagent" / "runs" / "r1.json"
     record.parent.mkdir(parents=True)
     record.write_text('{"status": "finished"}')
     (workspace / ".git" / "hooks").mkdir(parents=True)
+    (workspace / "skills" / "csv").mkdir(parents=True)
+    (workspace / "skills" / "csv" / "SKILL.md").write_text("# csv\nRead CSV files with pandas.")
     site = workspace / ".venv" / "site-packages"  # the host imports from here
     site.mkdir(parents=True)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(site)])))
@@ -166,6 +168,8 @@ def test_host_state_git_and_a_python_environment_in_the_workspace_are_read_only(
             'replace the folder': attempt(lambda: os.rename('.deepagent', 'moved')),
             'checkpoint': attempt(lambda: os.makedirs('.deepagent/checkpoints/default')),
             'git hook': try_write('.git/hooks/pre-commit'),
+            'new skill': attempt(lambda: os.makedirs('skills/exfiltrate')),
+            'changed skill': try_write('skills/csv/SKILL.md'),
             'module the host imports': try_write('.venv/site-packages/sitecustomize.py'),
             'workspace': try_write('fine.txt'),
         }
@@ -175,6 +179,8 @@ def test_host_state_git_and_a_python_environment_in_the_workspace_are_read_only(
     assert record.read_text() == '{"status": "finished"}'
     assert sorted(os.listdir(record.parent)) == ["r1.json"] and not (workspace / "moved").exists()
     assert not (workspace / ".git" / "hooks" / "pre-commit").exists()
+    assert sorted(os.listdir(workspace / "skills")) == ["csv"]
+    assert (workspace / "skills" / "csv" / "SKILL.md").read_text() == "# csv\nRead CSV files with pandas."
     assert not (site / "sitecustomize.py").exists()
 
 

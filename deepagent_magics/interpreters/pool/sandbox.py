@@ -43,8 +43,10 @@ BWRAP = "bwrap"  # the program; tests point it elsewhere to play a machine witho
 HOME_SECRETS = (".ssh", ".gnupg", ".aws", ".azure", ".config", ".kube", ".docker", ".netrc", ".pypirc",
                 ".git-credentials", ".ipython", ".jupyter", ".local/share/jupyter", ".deepagent", ".bash_history",
                 ".python_history")
-# Read-only over the workspace: the host's state, and what git runs on the host (hooks, fsmonitor).
-READ_ONLY_IN_WORKSPACE = (".deepagent", ".git")
+# Read-only over the workspace: the host's state, what git runs on the host (hooks, fsmonitor), and the
+# workspace's skills, which the root's prompt lists (a sub-agent the user allows to write a skill does it
+# through `write_file`, which runs on the host and checks who asks: tools/files.py).
+READ_ONLY_IN_WORKSPACE = (".deepagent", ".git", "skills")
 # Environment variables the kernel does not get: the host's IPython and Jupyter folders and start-up file.
 # (JPY_PARENT_PID stays: ipykernel's parent poller, seeing parent 0 outside its namespace, then never fires.)
 HOST_ONLY_ENV = ("IPYTHONDIR", "PYTHONSTARTUP", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR",
