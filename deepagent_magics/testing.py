@@ -47,12 +47,17 @@ from dspy.adapters.chat_adapter import ChatAdapter, FieldInfoWithName
 from dspy.lm15 import Message, Response, TextPart, Usage
 from dspy.signatures.field import OutputField
 
+from .core.loop import inputs_view
+
 Step = Mapping[str, str] | tuple[str, str] | str
 ACTION_FIELDS = {"reasoning", "code"}
 _OUTPUT_FIELDS = re.compile(r"Your output fields are:\n(.*?)(?:\n\n|All interactions)", re.S)
 _FIELD_NAME = re.compile(r"^\d+\. `(\w+)`", re.M)
 _TASK = re.compile(r"\[\[ ## task ## \]\]\n(.*?)(?:\n\n\[\[ ## |\Z)", re.S)
 _TASK_VARIABLE = re.compile(r"Variable: `task`.*?Preview:\n\s*```\n(.*?)\n\s*```", re.S)
+_TASK_SECTION = re.compile(  # the request's own view of the inputs (core.loop.inputs_view)
+    re.escape(inputs_view.TASK_HEAD) + r"\n(.*?)(?=\n\n(?:" + re.escape(inputs_view.CONTEXT_HEAD) + "|"
+    + re.escape(inputs_view.VARIABLES_HEAD) + r"|\[\[ ## )|\Z)", re.S)
 EXHAUSTED = 'SUBMIT(result="[ScriptedLM: the script has no more steps]")'
 
 
@@ -66,7 +71,7 @@ class ScriptedRequest:
 
     @property
     def task(self) -> str:
-        match = _TASK.search(self.user) or _TASK_VARIABLE.search(self.user)
+        match = _TASK.search(self.user) or _TASK_SECTION.search(self.user) or _TASK_VARIABLE.search(self.user)
         return match.group(1).strip() if match else self.user
 
     @property
@@ -129,9 +134,9 @@ class ScriptedEngine:
         )
 
     def _next_step(self, user: str, request: ScriptedRequest | None = None) -> dict[str, str]:
-        # RLM shows the task as the `task` variable's preview; the REPL history (which may quote
+        # The request shows the task in its own section (RLM's preview, before); the REPL history (which may quote
         # other agents' tasks, e.g. in a delegate() call) must not pick the script.
-        match = _TASK.search(user) or _TASK_VARIABLE.search(user)
+        match = _TASK.search(user) or _TASK_SECTION.search(user) or _TASK_VARIABLE.search(user)
         task = match.group(1) if match else user
         keys = [key for key in self.scripts if key in task]
         if not keys:

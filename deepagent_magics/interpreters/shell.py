@@ -53,12 +53,10 @@ TIMEOUT_ECHO = 2_000  # characters of what timed-out code printed, kept in its e
 _FACADE_TOKEN = "__dspy_host_token"
 
 EXECUTION_INSTRUCTIONS = (
-    "Code runs in the user's live Jupyter kernel. The notebook's variables are in scope by name, and every "
-    "variable you define stays in the notebook after the run: keep large intermediate results in variables "
-    "or workspace files instead of printing them. Never rebind or delete a variable the user already had "
-    "(create a new name such as `sales_clean`); such rebindings are undone when the run ends. A bare "
-    "expression on the last line is echoed, as in a REPL. Tools and SUBMIT are global functions that take "
-    "positional or keyword arguments. Each code block may run for at most {timeout:g} seconds."
+    "Code runs in the user's live Jupyter kernel: their variables are in scope, and what you define stays in "
+    "their notebook. Name results clearly; keep throwaway work in functions or `_`-named variables (removed "
+    "at the end). Never rebind or delete a user's variable (make `sales_clean`, not `sales = ...`). The last "
+    "line's value is echoed. A step may run {timeout:g} s."
 )
 
 

@@ -194,7 +194,11 @@ def store_for(workspace: str | os.PathLike) -> MemoryStore:
 # ------------------------------------------------------------------ the tools
 @tool
 def remember(text: str, tags: list[str] | None = None) -> str:
-    """Keep a note for later runs and sessions (it outlives the kernel). Remember what future work will need: a pattern that worked, a fact about this data (its quirks, units, keys), a user preference. One short self-contained sentence or paragraph per memory; `tags` (a list of words) help find it."""
+    """Keep a note for later sessions.
+
+    It outlives the kernel. Remember what future work will need: a pattern that worked, a fact
+    about this data (its quirks, units, keys), a user preference. One short self-contained
+    sentence or paragraph per memory; ``tags`` (a list of words) help find it."""
     current = _session.current()
     memory_id = store_for(current.workspace.root).add(text, tags, run=current.run.id)
     return f"Remembered (memory #{memory_id})."
@@ -202,8 +206,15 @@ def remember(text: str, tags: list[str] | None = None) -> str:
 
 @tool
 def recall(query: str, k: int = 5) -> list[dict[str, Any]]:
-    """Search the memories kept by earlier runs: a list of up to `k` dicts {"id", "text", "tags", "when", "run"}, best match first (the newest when `query` is empty)."""
+    """Search the notes earlier runs kept.
+
+    Best match first.
+
+    Returns up to ``k`` dicts {"id", "text", "tags", "when", "run"} (the newest when ``query`` is empty)."""
     return store_for(_session.current().workspace.root).search(query, k)
+
+
+remember.writes = True  # refused to a read-only agent (tool_call)
 
 
 def memory_tools() -> list[Callable[..., Any]]:

@@ -32,7 +32,8 @@ from typing import Any
 
 import dspy
 
-from . import ending
+from . import ending, rlm_seam
+from ..model.replies import action_adapter
 from ..policy import spend, steering
 from ..run import session as _session
 from ..model import step_streaming as streaming
@@ -54,12 +55,14 @@ class StepPredict(dspy.Predict):
     """
 
     def forward(self, **kwargs: Any) -> Any:
+        kwargs = rlm_seam.one_text(kwargs)  # the run's inputs as the one text the model reads
         session = _session.active()
         ending.remember(session, kwargs)  # what a final answer is made from if this step may not start
         with _admit(session):  # a spend cap reached, or the user's stop: this step's LM call never starts
 
             def call(**each: Any) -> Any:  # one request; `attempts` makes them until one can run
                 each = steering.before_step(session, each)  # the user's notes, after the (compacted) history
+                _keep_request(session, self, each)
                 lm = step_lm(self, each)
 
                 def plain(one: dict[str, Any]) -> Any:  # streamed into the run's events when it can be
@@ -70,12 +73,14 @@ class StepPredict(dspy.Predict):
             return _report(predict_step(call, session, kwargs))
 
     async def aforward(self, **kwargs: Any) -> Any:
+        kwargs = rlm_seam.one_text(kwargs)
         session = _session.active()
         ending.remember(session, kwargs)
         with _admit(session):
 
             async def call(**each: Any) -> Any:
                 each = steering.before_step(session, each)
+                _keep_request(session, self, each)
                 return await acall_marked(step_lm(self, each), each,
                                           lambda one: super(StepPredict, self).aforward(**one))
 
@@ -89,8 +94,30 @@ def _admit(session: Any) -> Any:
     return budget.calls_allowed() if budget is not None and budget.capped else contextlib.nullcontext()
 
 
+def _keep_request(session: Any, predictor: Any, inputs: dict[str, Any]) -> None:
+    """What the step's request is made of (references only), for ``%deepagent_prompt --last``."""
+    if session is not None:
+        session.run.last_action = (predictor, inputs)
+
+
+def last_request(run: Any) -> list[dict[str, Any]]:
+    """The messages of ``run``'s last action request, formatted again as the action adapter formats them."""
+    kept = getattr(run, "last_action", None)
+    if kept is None:
+        return []
+    predictor, inputs = kept
+    signature = inputs.get("signature") or predictor.signature
+    values = {name: value for name, value in inputs.items() if name in signature.input_fields}
+    messages = action_adapter(dspy.settings.adapter).format(signature, predictor.demos, values)
+    return [{"role": m["role"], "content": m["content"] if isinstance(m["content"], str) else str(m["content"])}
+            for m in messages]
+
+
 def _report(prediction: Any) -> Any:
+    """Open the step on the run, with the code as it will run (its Markdown fences off: `rlm_seam.as_run`)."""
     session = _session.active()
+    if prediction is not None and isinstance(getattr(prediction, "code", None), str):
+        prediction.code = rlm_seam.as_run(prediction.code)
     if session is not None and prediction is not None:
         session.run.begin_step(getattr(prediction, "reasoning", "") or "", getattr(prediction, "code", "") or "")
     return prediction

@@ -18,6 +18,7 @@ what was wrong and asks again, and a run that still gets nothing readable fails 
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import Any
 
 import dspy
@@ -164,6 +165,31 @@ class ChatAdapter(dspy.ChatAdapter):
     adapter's class name, so a streamed step reads exactly as with DSPy's own adapter.
     """
 
+    def format_field_description(self, signature: Any) -> str:
+        """For the action step, its inputs on one line (DSPy numbers them, and repeats them in the structure)."""
+        if not _is_action(signature):
+            return super().format_field_description(signature)
+        inputs = ", ".join(f"`{name}` ({_desc(field)})" for name, field in signature.input_fields.items())
+        outputs = "\n".join(f"{number}. `{name}` (str): {_desc(field)}"
+                            for number, (name, field) in enumerate(signature.output_fields.items(), 1))
+        return f"Your input fields are {inputs}.\nYour output fields are:\n{outputs}"
+
+    def format_field_structure(self, signature: Any) -> str:
+        """For the action step, the form of the answer only: the inputs' markers are in each request."""
+        if not _is_action(signature):
+            return super().format_field_structure(signature)
+        fields = "".join(f"[[ ## {name} ## ]]\n{{{name}}}\n\n" for name in signature.output_fields)
+        return f"Answer in this form:\n\n{fields}{COMPLETED}"
+
+    def user_message_output_requirements(self, signature: Any) -> str:
+        if not _is_action(signature):
+            return super().user_message_output_requirements(signature)
+        return "Answer with " + ", ".join(f"`[[ ## {name} ## ]]`" for name in signature.output_fields) + f", then `{COMPLETED}`."
+
+    def format_task_description(self, signature: Any) -> str:
+        """The instructions as written: DSPy's indents every line by 8 spaces, a tenth of the prompt for nothing."""
+        return "Your instructions:\n" + textwrap.dedent(signature.instructions).strip()
+
     def parse(self, signature: Any, completion: str) -> dict[str, Any]:
         names = list(signature.output_fields)
         text, _ = clean(completion)
@@ -181,6 +207,14 @@ class ChatAdapter(dspy.ChatAdapter):
         if set(names) == {"reasoning", "code"} and isinstance(fields.get("code"), str):
             relocate(fields)
         return fields
+
+
+def _is_action(signature: Any) -> bool:
+    return set(signature.output_fields) == {"reasoning", "code"} and "variables_info" in signature.input_fields
+
+
+def _desc(field: Any) -> str:
+    return str((field.json_schema_extra or {}).get("desc", ""))
 
 
 def action_adapter(current: Any) -> Any:
