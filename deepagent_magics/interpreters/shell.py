@@ -131,8 +131,11 @@ class ShellInterpreter(StepInterpreter):
         for name in [name for name in namespace if name not in before and _shadows_builtin(name)]:
             self.reverted[name] = namespace.pop(name)  # `print = ...` would break the user's print
             removed.add(name)
+        scratch = [name for name in namespace if name not in before and is_scratch(name)]
+        for name in scratch:  # the agent's throwaway `_tmp`: the prompt says it goes when the run ends
+            del namespace[name]
         if self._tracker is not None:
-            self._tracker.restored(restored, removed)
+            self._tracker.restored(restored, removed, set(scratch))
             self._tracker = None
         self._injected = {}
         if self.run is not None and self.reverted:
@@ -183,9 +186,9 @@ class ShellInterpreter(StepInterpreter):
         except KeyboardInterrupt:
             raise
         except (SystemExit, GeneratorExit) as exc:  # exiting would end the user's kernel: refused
-            raise CodeExecutionError(format_traceback(exc) + "\n" + exit_error(exc)) from None
-        except BaseException as exc:  # the agent's own error, reported to the LM
-            raise CodeExecutionError(format_traceback(exc)) from None
+            raise CodeExecutionError(_printed(stream) + format_traceback(exc) + "\n" + exit_error(exc)) from None
+        except BaseException as exc:  # the agent's own error, after what its code printed: reported to the LM
+            raise CodeExecutionError(_printed(stream) + format_traceback(exc)) from None
         finally:
             limit.close()
             if tracker is not None:
@@ -262,6 +265,17 @@ class ShellInterpreter(StepInterpreter):
 class _NoLimit(nullcontext):
     def close(self) -> None:
         pass
+
+
+def _printed(stream: Any) -> str:
+    """What a failed step printed before its error, one line break before the traceback (or nothing)."""
+    text = stream.getvalue() if stream is not None else ""
+    return text.rstrip("\n") + "\n" if text.strip() else ""
+
+
+def is_scratch(name: str) -> bool:
+    """A `_`-named variable (not a dunder): the agent's scratch, removed when its run ends."""
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
 def _shadows_builtin(name: str) -> bool:

@@ -18,7 +18,7 @@ TASK_HEAD = "Task (`task`):"
 CONTEXT_HEAD = "Context (`context`):"
 VARIABLES_HEAD = "Notebook variables (in scope by name):"
 TASK_CHARS = 4000
-CONTEXT_CHARS = 3000
+CONTEXT_CHARS = 4000  # the earlier turns of a conversation (core.run.conversations) fit whole
 
 
 def render(task: Any, context: Any, variables: Any = None, *, task_chars: int = TASK_CHARS,
