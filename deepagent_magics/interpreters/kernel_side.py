@@ -233,7 +233,10 @@ class Runtime:
         return tool
 
     def call(self, name, args, kwargs):
-        request = wire.dumps({"tool": name, "args": list(args), "kwargs": kwargs}, f"an argument of {name}()")
+        try:
+            request = wire.dumps({"tool": name, "args": list(args), "kwargs": kwargs}, f"an argument of {name}()")
+        except wire.NotCarried as exc:  # the tool's answer, as for any bad argument: it never raises at the model
+            return f"Error: {exc}"
         with self._tool_lock:
             reply = json.loads(_ask_host(TOOL_PROMPT + request))
         if "error" in reply:

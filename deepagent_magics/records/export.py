@@ -19,6 +19,8 @@ from typing import Any, Iterator
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
+from ..core.model.code_fences import runnable
+
 KNOWN_TOOLS = {"write_todos", "read_todos", "ls", "read_file", "write_file", "edit_file", "glob", "grep",
                "llm_query", "llm_query_batched", "SUBMIT"}
 
@@ -178,7 +180,7 @@ def _add_steps(nb: nbformat.NotebookNode, record: dict[str, Any], level: int) ->
         prefix = "" if record.get("depth", 0) == 0 else f"Sub-agent `{str(record.get('id'))[-6:]}` · "
         nb.cells.append(new_markdown_cell(f"{heading} {prefix}Step {step.get('index')}\n\n{step.get('reasoning', '')}"))
         output = step.get("output") or ""
-        cell = new_code_cell(step.get("code", ""), execution_count=step.get("index"))
+        cell = new_code_cell(runnable(step.get("code", "")), execution_count=step.get("index"))  # fences off (old records)
         if output:
             error = output.startswith("[Error]")
             cell.outputs = [new_output("stream", name="stderr" if error else "stdout", text=output + "\n")]

@@ -25,15 +25,43 @@ MAX_DEPTH = 4  # fences inside fences inside fences: no model nests deeper
 
 
 def runnable(text: str, depth: int = 0) -> str:
-    """``text`` as the code to run: itself when it parses as Python, else its Python blocks (see above)."""
+    """``text`` as the code to run: itself when it parses as Python, else what its fences hold (see above)."""
     text = (text or "").strip("\n")
-    if not _has_fence(text) or _parses(text) or depth >= MAX_DEPTH:
-        return text.strip() if not _has_fence(text) else text
+    if not _has_fence(text):
+        return text.strip()
+    if _parses(text) or depth >= MAX_DEPTH:
+        return text
+    outer = _outermost(text)  # the widest Python fence: code that itself shows fences (a report) stays whole
+    if outer is not None and _parses(outer):
+        return outer
+    if outer is not None and _wholly_fenced(outer):  # fenced twice
+        inner = runnable(outer, depth + 1)
+        if _parses(inner):
+            return inner
     blocks = [body for lang, body in fenced_blocks(text) if lang.lower() in PYTHON]
     if not blocks:
         return text
     parts = [runnable(body, depth + 1) for body in blocks]
     return "\n\n".join(part for part in parts if part.strip())
+
+
+def _outermost(text: str) -> str | None:
+    """What lies between the first opening Python fence and the last closing fence of its kind, if any."""
+    lines = text.splitlines()
+    for first, line in enumerate(lines):
+        match = OPENING.match(line)
+        if match:
+            break
+    else:
+        return None
+    indent, marks, lang = match.groups()
+    if lang.lower() not in PYTHON:
+        return None
+    for last in range(len(lines) - 1, first, -1):
+        stripped = lines[last].strip()
+        if stripped and set(stripped) == {marks[0]} and len(stripped) >= len(marks):
+            return _body(lines[first + 1:last], len(indent))
+    return None
 
 
 def is_fenced(text: str) -> bool:
@@ -68,6 +96,14 @@ def fenced_blocks(text: str) -> list[tuple[str, str]]:
 def _body(lines: list[str], indent: int) -> str:
     lines = [line[min(indent, len(line) - len(line.lstrip(" "))):] for line in lines]
     return textwrap.dedent("\n".join(lines)).strip("\n")
+
+
+def _wholly_fenced(text: str) -> bool:
+    lines = text.strip("\n").splitlines()
+    if len(lines) < 2 or not OPENING.match(lines[0]):
+        return False
+    last = lines[-1].strip()
+    return bool(last) and set(last) == {OPENING.match(lines[0]).group(2)[0]}
 
 
 def _has_fence(text: str) -> bool:
