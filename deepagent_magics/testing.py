@@ -47,17 +47,16 @@ from dspy.adapters.chat_adapter import ChatAdapter, FieldInfoWithName
 from dspy.lm15 import Message, Response, TextPart, Usage
 from dspy.signatures.field import OutputField
 
-from .core.loop import inputs_view
-
 Step = Mapping[str, str] | tuple[str, str] | str
 ACTION_FIELDS = {"reasoning", "code"}
 _OUTPUT_FIELDS = re.compile(r"Your output fields are:\n(.*?)(?:\n\n|All interactions)", re.S)
 _FIELD_NAME = re.compile(r"^\d+\. `(\w+)`", re.M)
 _TASK = re.compile(r"\[\[ ## task ## \]\]\n(.*?)(?:\n\n\[\[ ## |\Z)", re.S)
 _TASK_VARIABLE = re.compile(r"Variable: `task`.*?Preview:\n\s*```\n(.*?)\n\s*```", re.S)
-_TASK_SECTION = re.compile(  # the request's own view of the inputs (core.loop.inputs_view)
-    re.escape(inputs_view.TASK_HEAD) + r"\n(.*?)(?=\n\n(?:" + re.escape(inputs_view.CONTEXT_HEAD) + "|"
-    + re.escape(inputs_view.VARIABLES_HEAD) + r"|\[\[ ## )|\Z)", re.S)
+SECTION_HEADS = ("Task (`task`):", "Context (`context`):", "Notebook variables (in scope by name):")  # inputs_view's
+_TASK_SECTION = re.compile(  # the request's own view of the inputs (core.loop.inputs_view: same heads)
+    re.escape(SECTION_HEADS[0]) + r"\n(.*?)(?=\n\n(?:" + re.escape(SECTION_HEADS[1]) + "|"
+    + re.escape(SECTION_HEADS[2]) + r"|\[\[ ## )|\Z)", re.S)
 EXHAUSTED = 'SUBMIT(result="[ScriptedLM: the script has no more steps]")'
 
 

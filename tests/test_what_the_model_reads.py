@@ -139,3 +139,9 @@ def test_the_task_and_context_are_shown_whole_and_marked_where_cut(tmp_path):
     assert "\n".join(shown[at + 1:]) == cells[end:]  # ... and after it; its slice is exactly what is left out
     assert f"{len(cells[begin:end].splitlines())} lines ({end - begin:,} chars) left out" in shown[at]
     assert len(user) < inputs_view.CONTEXT_CHARS + 1500
+
+
+def test_the_scripted_model_finds_the_task_by_the_views_own_section_heads():
+    from deepagent_magics import testing
+
+    assert testing.SECTION_HEADS == (inputs_view.TASK_HEAD, inputs_view.CONTEXT_HEAD, inputs_view.VARIABLES_HEAD)

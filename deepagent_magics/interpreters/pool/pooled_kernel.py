@@ -37,7 +37,7 @@ STARTUP_TIMEOUT = 60.0
 
 # The kernel-side modules, shipped as source (the kernel may not have this package): each becomes
 # `_deepagent_<name>` in the kernel's sys.modules, in this order; kernel_side comes last and installs.
-SHIPPED = ("wire", "processes", "guards", "kernel_side")
+SHIPPED = ("wire", "processes", "guards", "output_limit", "kernel_side")
 _INSTALL = (
     "def _deepagent_install(sources):\n"
     "    import sys, types\n"
