@@ -51,6 +51,7 @@ Step = Mapping[str, str] | tuple[str, str] | str
 ACTION_FIELDS = {"reasoning", "code"}
 _OUTPUT_FIELDS = re.compile(r"Your output fields are:\n(.*?)(?:\n\n|All interactions)", re.S)
 _FIELD_NAME = re.compile(r"^\d+\. `(\w+)`", re.M)
+_ACTION_FORM = re.compile(r"\[\[ ## reasoning ## \]\]\n\{[^\n]*\}\n\n\[\[ ## code ## \]\]\n\{")
 _TASK = re.compile(r"\[\[ ## task ## \]\]\n(.*?)(?:\n\n\[\[ ## |\Z)", re.S)
 _TASK_VARIABLE = re.compile(r"Variable: `task`.*?Preview:\n\s*```\n(.*?)\n\s*```", re.S)
 SECTION_HEADS = ("Task (`task`):", "Context (`context`):", "Notebook variables (in scope by name):")  # inputs_view's
@@ -108,6 +109,8 @@ class ScriptedEngine:
         system = _text(request.system)
         user = "\n".join(_text(message.text) for message in request.messages if message.role == "user")
         fields = _FIELD_NAME.findall(_OUTPUT_FIELDS.search(system).group(1)) if _OUTPUT_FIELDS.search(system) else []
+        if not fields and _ACTION_FORM.search(system):  # the action step's own form (core.model.replies.ChatAdapter)
+            fields = ["reasoning", "code"]
         if ACTION_FIELDS <= set(fields):
             messages = [(message.role, _text(message.text)) for message in request.messages]
             last_user = next((text for role, text in reversed(messages) if role == "user"), "")

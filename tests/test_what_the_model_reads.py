@@ -59,7 +59,7 @@ def test_the_root_reads_one_prompt_each_tool_once_and_nothing_of_rlms_template(t
     assert sorted(documented(system)) == sorted(ROOT_TOOLS)  # every offered tool, once
     assert system.count("## Workflow") == 1 and system.count("## Tools") == 1
     assert "- `write_file(path, content)`:" in system  # as a caller writes it, no JSON-schema types
-    assert "`help(name)` shows a tool in full" in system
+    assert "`help(name)` shows a tool in full" in system and "Error: ..." in system
 
 
 def test_the_first_request_with_two_data_frames_stays_within_six_thousand_characters(tmp_path):

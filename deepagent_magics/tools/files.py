@@ -57,7 +57,7 @@ def edit_file(path: str, old: str, new: str, replace_all: bool = False) -> str:
 
 @tool
 def glob(pattern: str) -> list[str]:
-    """Paths matching a pattern such as '**/*.csv'."""
+    """Paths matching e.g. '**/*.csv'."""
     session = _session.current()
     return session.workspace.glob(pattern, should_stop=_should_stop(session))
 

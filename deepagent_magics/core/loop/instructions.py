@@ -17,7 +17,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Iterable
 
-TOOLS_HEAD = "## Tools\nA bad call returns a string starting \"Error:\" that says what to fix; `help(name)` shows a tool in full."
+TOOLS_HEAD = "## Tools\nA bad call returns \"Error: ...\" saying what to fix; `help(name)` shows a tool in full."
 LLM_TOOLS = {
     "llm_query": "llm_query(prompt)",
     "llm_query_batched": "llm_query_batched(prompts)",

@@ -130,7 +130,7 @@ def _compiles(code: str) -> bool:
 def echoes_prompt(text: str) -> bool:
     """The reply repeats the prompt: input sections, or the format template's placeholders."""
     return any(marker in text for marker in INPUT_MARKERS) or bool(
-        re.search(r"\[\[ ## reasoning ## \]\]\s*\{reasoning\}", text))
+        re.search(r"\[\[ ## reasoning ## \]\]\s*\{[^}\n]*\}\s*\[\[ ## code ## \]\]", text))
 
 
 def diagnose(completion: str | None, finish_reason: str | None = None) -> str:
@@ -165,30 +165,18 @@ class ChatAdapter(dspy.ChatAdapter):
     adapter's class name, so a streamed step reads exactly as with DSPy's own adapter.
     """
 
-    def format_field_description(self, signature: Any) -> str:
-        """For the action step, its inputs on one line (DSPy numbers them, and repeats them in the structure)."""
+    def format_system_message(self, signature: Any) -> str:
+        """For the action step: the instructions, then the form of the answer, each output with what it holds.
+        (DSPy's lists every field twice before the instructions; the inputs' markers are in each request.)"""
         if not _is_action(signature):
-            return super().format_field_description(signature)
-        inputs = ", ".join(f"`{name}` ({_desc(field)})" for name, field in signature.input_fields.items())
-        outputs = "\n".join(f"{number}. `{name}` (str): {_desc(field)}"
-                            for number, (name, field) in enumerate(signature.output_fields.items(), 1))
-        return f"Your input fields are {inputs}.\nYour output fields are:\n{outputs}"
-
-    def format_field_structure(self, signature: Any) -> str:
-        """For the action step, the form of the answer only: the inputs' markers are in each request."""
-        if not _is_action(signature):
-            return super().format_field_structure(signature)
-        fields = "".join(f"[[ ## {name} ## ]]\n{{{name}}}\n\n" for name in signature.output_fields)
-        return f"Answer in this form:\n\n{fields}{COMPLETED}"
+            return super().format_system_message(signature)
+        fields = "".join(f"[[ ## {name} ## ]]\n{{{_desc(field)}}}\n\n" for name, field in signature.output_fields.items())
+        return f"{textwrap.dedent(signature.instructions).strip()}\n\nAnswer in this form:\n\n{fields}{COMPLETED}"
 
     def user_message_output_requirements(self, signature: Any) -> str:
         if not _is_action(signature):
             return super().user_message_output_requirements(signature)
-        return "Answer with " + ", ".join(f"`[[ ## {name} ## ]]`" for name in signature.output_fields) + f", then `{COMPLETED}`."
-
-    def format_task_description(self, signature: Any) -> str:
-        """The instructions as written: DSPy's indents every line by 8 spaces, a tenth of the prompt for nothing."""
-        return "Your instructions:\n" + textwrap.dedent(signature.instructions).strip()
+        return "Answer with " + ", ".join(f"[[ ## {name} ## ]]" for name in signature.output_fields) + f", {COMPLETED}."
 
     def parse(self, signature: Any, completion: str) -> dict[str, Any]:
         names = list(signature.output_fields)
