@@ -10,9 +10,8 @@ package's ``__init__`` registers, once, what every `DeepAgent` gets by default:
   e.g. the memories that match the task.
 - where ``DeepAgent(mcp_servers=...)`` gets its tools (``use_server_tools``): MCP tools in.
 - instruction providers (``add_instructions_provider``): text added to a run's action prompt,
-  after the REPL's own guidance, e.g. the sub-agent types and skills the agent may use. (The
-  ``context`` input is shown to the model as a preview of its first and last 500 characters; what
-  the agent must see whole goes here.)
+  after the instructions and the tools, e.g. the sub-agent types and skills the agent may use (the
+  ``context`` is shown whole up to a budget; what belongs to the instructions goes here).
 
 So ``core`` imports none of ``tools``, ``interpreters``, ``records``: they import it.
 """
