@@ -78,7 +78,7 @@ def run(config: Any) -> dict[str, Any]:
     for label, requests in systems.items():
         first = requests[0]
         share = sum(r["fixed"] for r in requests) / sum(r["chars"] for r in requests)
-        rows.append([label, f"{first['chars']:,}", _tokens(counter, first["text"]), f"{share:.0%}",
+        rows.append([label, f"{first['chars']:,}", _tokens(counter, first["text"]), f"{share:.1%}",
                      f"{sum(r['chars'] for r in requests):,}",
                      f"{roles['sub-agent']:,}" if label == "deepagent" else "—",
                      f"{roles['reviewer']:,}" if label == "deepagent" else "—"])

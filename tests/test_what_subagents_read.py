@@ -17,7 +17,7 @@ from deepagent_magics.testing import ScriptedLM
 pytestmark = pytest.mark.kernel
 
 DATA_CHILD = [
-    ("Fail once, printing first.", "print('loaded 3 rows')\nrows = [1, 2, 3]\nrows[7]"),
+    ("Fail once, printing first.", "print('loaded 3 rows')\nprint('z' * 50_000_000)\nrows = [1, 2, 3]\nrows[7]"),
     ("Try the tools badly.", "import pandas as pd\nbad = [write_file('x.bin', b'\\xff'), write_file('t.csv', pd.DataFrame({'a': [1]})), "
                              "read_file('missing.txt'), read_file(), ls(5), edit_file('nope.txt', 'a', 'b')]\n"
                              "print(all(isinstance(b, str) and b.startswith('Error:') for b in bad))"),
@@ -62,6 +62,7 @@ def test_sub_agents_read_their_role_return_data_keep_their_prints_and_the_review
     child = next(c for c in run.children if c.task.startswith("DATA-CHILD"))
     first = child.steps[0].output
     assert first.index("loaded 3 rows") < first.index("Traceback") and "IndexError" in first
+    assert "characters of output left out here" in first and len(first) < 210_000  # 50 MB printed, kept bounded
     assert child.steps[1].output == "True"  # every bad tool call in the kernel was an Error: string
 
     verdict = ns["verdict"]

@@ -119,7 +119,7 @@ def _report(prediction: Any) -> Any:
     if prediction is not None and isinstance(getattr(prediction, "code", None), str):
         prediction.code = rlm_seam.as_run(prediction.code)
     if session is not None and prediction is not None:
-        session.run.begin_step(getattr(prediction, "reasoning", "") or "", getattr(prediction, "code", "") or "")
+        session.run.begin_step(getattr(prediction, "reasoning", "") or "", str(getattr(prediction, "code", "") or ""))
     return prediction
 
 
