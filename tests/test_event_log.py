@@ -137,6 +137,7 @@ def test_results_and_data_that_are_not_json_still_make_lines(workspace):
     assert len(log.events) == len(read_events(events_path(workspace, run.id)).events)
 
 
+@pytest.mark.subprocess
 def test_a_process_killed_mid_run_leaves_a_log_that_reads_as_ended_mid_run(tmp_path):
     script = textwrap.dedent(f"""
         from deepagent_magics import DeepAgent

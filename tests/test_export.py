@@ -48,7 +48,7 @@ def test_the_exported_notebook_validates_and_re_runs(workspace, tmp_path, pool):
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
     markdown = [cell.source for cell in nb.cells if cell.cell_type == "markdown"]
-    assert any(text.startswith("### Sub-agent `" + run.steps[2].children[0].id) and "(from step 3)" in text
+    assert any("<h3>Sub-agent <code>" + run.steps[2].children[0].id in text and "(from step 3)" in text
                for text in markdown)
     code = [cell for cell in nb.cells if cell.cell_type == "code" and "deepagent-cwd" not in cell.metadata.get("tags", [])]
     assert [cell.source for cell in code[1:]] == [c for _, c in PARENT[:3]] + [c for _, c in CHILD] + [PARENT[3][1]]

@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 import textwrap
+import urllib.error
+import urllib.request
 
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
+from servers import free_port, serving
+
+pytestmark = pytest.mark.server  # make test-fast leaves these out
 
 FACTORY = textwrap.dedent('''
     from deepagent_magics.testing import ScriptedLM
@@ -113,3 +119,101 @@ def test_bad_calls_are_clear_tool_errors_and_the_server_keeps_serving(params):
     assert "status 'weird'" in messages[8] and "outside" in messages[9]
     assert still == []
     assert not (root.parent / "outside").exists()
+
+
+def test_a_client_cannot_pick_any_model_nor_any_number_of_steps(params):
+    root, server = params
+
+    async def scenario():
+        async with Client(server) as client:
+            schema = {tool.name: tool for tool in (await client.list_tools()).tools}["run_task"]
+            model = await client.call_tool("run_task", {"task": "x", "lm": "someprovider/expensive-model"})
+            steps = await client.call_tool("run_task", {"task": "x", "max_iters": 10 ** 9})
+            return schema, model, steps
+
+    schema, model, steps = anyio.run(scenario)
+    assert model.is_error and "not allowed" in text(model), text(model)  # paid with the server's keys: refused
+    assert steps.is_error and "at most 50" in text(steps), text(steps)
+    assert "no other model" in schema.description  # the calling agent is told, before it asks
+    assert not list((root / ".deepagent").glob("runs/*.json")) if (root / ".deepagent").exists() else True
+
+
+# ------------------------------------------------------------------------------------ over HTTP
+def http_server(tmp_path, root, *extra, token=None):
+    """``deepagent-mcp --transport streamable-http`` as a process: (context manager, url, log path)."""
+    port = free_port()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    env.pop("DEEPAGENT_MCP_TOKEN", None)
+    if token is not None:
+        env["DEEPAGENT_MCP_TOKEN"] = token
+    log = tmp_path / f"mcp-{port}.log"
+    argv = [sys.executable, "-m", "deepagent_magics.mcp", "--transport", "streamable-http", "--port", str(port),
+            "--root", str(root), "--lm-factory", "lm_factory_for_test:make", "--max-depth", "0", *extra]
+    return serving(argv, cwd=tmp_path, env=env, log=log, ready=listening(port)), f"http://127.0.0.1:{port}/mcp", log
+
+
+def listening(port):
+    def check():
+        with socket.socket() as sock:
+            return sock.connect_ex(("127.0.0.1", port)) == 0
+    return check
+
+
+def raw_initialize(url, headers):
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "intruder", "version": "1"}}})
+    request = urllib.request.Request(url, data=body.encode(), method="POST", headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def with_token(url, token):
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return streamable_http_client(url, http_client=create_mcp_http_client(headers=headers))
+
+
+def test_over_http_every_request_needs_the_token(params, tmp_path):
+    root, _ = params
+    token = "t0k3n-" + "a" * 40
+    context, url, log = http_server(tmp_path, root, token=token)
+    with context:
+        assert raw_initialize(url, {}) == 401  # any local process: no tool call, no agent code
+        assert raw_initialize(url, {"Authorization": "Bearer wrong"}) == 401
+        assert raw_initialize(url, {"Authorization": f"Basic {token}"}) == 401
+        assert raw_initialize(url, {"Authorization": f"Bearer {token}"}) == 200
+
+        async def scenario(token):
+            async with Client(with_token(url, token)) as client:
+                return payload(await client.call_tool("run_task", {"task": "write a note", "workspace": "ws"}))
+
+        done = anyio.run(scenario, token)
+        assert done["status"] == "finished"
+        with pytest.raises(BaseException):
+            anyio.run(scenario, None)
+    assert token not in log.read_text()  # taken from the environment: never printed
+
+
+def test_over_http_without_a_token_in_the_environment_one_is_made_and_shown_once(params, tmp_path):
+    root, _ = params
+    context, url, log = http_server(tmp_path, root)
+    with context:
+        shown = [line for line in log.read_text().splitlines() if "Bearer" in line]
+        assert len(shown) == 1, log.read_text()
+        token = shown[0].rsplit(" ", 1)[-1]
+        assert len(token) >= 32
+        assert raw_initialize(url, {}) == 401
+        assert raw_initialize(url, {"Authorization": f"Bearer {token}"}) == 200
+    assert log.read_text().count(token) == 1
+
+
+def test_over_http_it_listens_on_the_loopback_only_by_default():
+    from deepagent_magics.mcp.server import parse_args
+
+    assert parse_args(["--transport", "streamable-http"]).host == "127.0.0.1"

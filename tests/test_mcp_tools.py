@@ -21,6 +21,8 @@ from deepagent_magics.tools import mcp_servers as mcp_tools_module
 from deepagent_magics.tools.mcp_servers import MCPError, close_all
 from servers import free_port
 
+pytestmark = pytest.mark.subprocess  # make test-fast leaves these out
+
 SERVER = textwrap.dedent('''
     import os, sys
     from mcp.server.mcpserver import MCPServer

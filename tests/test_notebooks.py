@@ -46,6 +46,32 @@ def test_the_quickstart_says_what_the_agent_found(tmp_path, monkeypatch):
     assert (tmp_path / "workspace" / "report.md").is_file()
 
 
+def test_the_demo_with_a_real_model_shows_the_run_working_as_it_goes(tmp_path, monkeypatch):
+    """``DEEPAGENT_LM=local make demo``: a step takes tens of seconds, so the terminal sees each cell's output
+    as it is printed, with the text display's line per step, not one silent wait for the whole notebook."""
+    monkeypatch.delenv("DEEPAGENT_LM", raising=False)  # the scripted agent stands in for the slow model
+    copy = tmp_path / "01_quickstart.ipynb"
+    shutil.copyfile(NOTEBOOKS[0], copy)
+
+    class Terminal:
+        def __init__(self):
+            self.writes: list[str] = []
+
+        def write(self, text):
+            self.writes.append(text)
+
+        def flush(self):
+            pass
+
+    terminal = Terminal()
+    text = run_notebook(copy, echo=terminal)
+    shown = "".join(terminal.writes)
+    assert "3 of 5 regions fell in Q3" in text
+    steps = [i for i, write in enumerate(terminal.writes) if "] step " in write and "/12" in write]
+    assert len(steps) >= 4  # the text display's line per step, each written as the step finished
+    assert "finished: 4 steps" in shown and shown.index("step 1/12") < shown.index("finished: 4 steps")
+
+
 def test_a_headless_notebook_keeps_the_runs_final_summary_as_the_dashboards_text(tmp_path):
     """Read without widgets (GitHub, nbconvert, CI logs), the dashboard's output says how the run ended."""
     import nbformat
@@ -66,3 +92,38 @@ def test_a_headless_notebook_keeps_the_runs_final_summary_as_the_dashboards_text
     assert len(views) == 1
     text = views[0]["data"]["text/plain"]
     assert "finished" in text and "2 steps" in text and "pending" not in text
+
+
+def test_a_notebook_saved_without_widget_state_still_shows_the_result(tmp_path):
+    """Executed headless and stripped of widget state (Jupyter's default save; what GitHub and nbviewer show),
+    the cell still shows the answer: the result is an ordinary Markdown output with a plain-text fallback,
+    below the dashboard, and HTML a model wrote in it is escaped, not rendered."""
+    import nbformat
+
+    answer = "**3 regions fell**\n\n| region | change |\n|---|---:|\n| East | -24,100 |\n\n<img src=x onerror=alert(1)>"
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [
+        nbformat.v4.new_code_cell("%load_ext deepagent_magics\nfrom deepagent_magics.testing import ScriptedLM\n"
+                                  f"answer = {answer!r}  # what the model will submit\n"
+                                  "lm = ScriptedLM([('Done.', 'SUBMIT(result=answer)')])\n"
+                                  "%deepagent_config --workspace ws --display widgets --pool-size 0"),
+        nbformat.v4.new_code_cell("%%deepagent --lm lm --out summary\nWhich regions fell?"),
+    ]
+    path = tmp_path / "headless.ipynb"
+    nbformat.write(nb, str(path))
+    executed = run_notebook(path, keep=True)
+    executed.metadata.pop("widgets", None)  # saved without widget state
+    for cell in executed.cells:
+        for output in cell.get("outputs", []):
+            output.get("data", {}).pop("application/vnd.jupyter.widget-view+json", None)
+    saved = nbformat.reads(nbformat.writes(executed), as_version=4)
+
+    outputs = [output for output in saved.cells[1].outputs if output.get("output_type") in ("display_data", "execute_result")]
+    markdown = [output["data"]["text/markdown"] for output in outputs if "text/markdown" in output.get("data", {})]
+    assert len(markdown) == 1, outputs
+    assert "**3 regions fell**" in markdown[0] and "| East | -24,100 |" in markdown[0]
+    assert "<img" not in markdown[0] and "&lt;img src=x onerror=alert(1)>" in markdown[0]
+    plain = next(output["data"]["text/plain"] for output in outputs if "text/markdown" in output.get("data", {}))
+    assert "| East | -24,100 |" in plain
+    assert outputs.index(next(o for o in outputs if "text/markdown" in o.get("data", {}))) > 0  # below the dashboard

@@ -14,6 +14,7 @@ import secrets
 import shutil
 import signal
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -285,6 +286,8 @@ def test_a_crashed_runs_stream_ends_saying_so(server):
     assert "run_finished" not in [e["event"] for e in events] and events[0]["event"] == "run_started"
     status, record = server.call("GET", f"/deepagent/api/runs/{reply['id']}")
     assert status == 200 and record["status"] == "abandoned"  # a crashed run reads as abandoned
+    status, stop = server.call("POST", f"/deepagent/api/runs/{reply['id']}/stop")
+    assert status == 409, stop  # the restarted kernel runs nothing of this run: it is not interrupted
     deadline = time.monotonic() + 60
     while True:  # Jupyter Server answers 500 to a DELETE while its restarter is still bringing the kernel back
         status, _ = server.call("DELETE", f"/api/kernels/{kernel_id}")
@@ -294,3 +297,110 @@ def test_a_crashed_runs_stream_ends_saying_so(server):
     assert status == 204
     events, _, _ = sse(server, reply["id"], timeout=60)  # a kernel gone for good: the stream ends too
     assert events[-1]["event"] == "ended_mid_run"
+
+
+def test_stop_acts_only_on_a_run_its_kernel_is_running_now(server):
+    """A run that ended budget_exhausted (not one of the old 'ended' statuses): stopping it is a 409,
+    and the user's own cell running next in that kernel is not interrupted."""
+    kernel_id = server.kernel()
+    started = server.root / "user-cell-started"
+    server.in_kernel(kernel_id, "get_ipython().run_line_magic('load_ext', 'deepagent_magics')\n"
+                                "get_ipython().run_line_magic('deepagent_config', '--max-time 1')\n"
+                                "from deepagent_magics.testing import ScriptedLM\n"
+                                "capped = ScriptedLM([('Slow.', 'import time\\ntime.sleep(1.5)')] * 4"
+                                " + [('Done.', 'SUBMIT(result=1)')], replies='')\n")  # no final answer
+    status, reply = server.call("POST", "/deepagent/api/runs",
+                                {"task": "be slow", "kernel_id": kernel_id, "lm": "capped", "workspace": "ws4"})
+    assert status == 201, reply
+    record = server.wait_for(reply["id"], lambda r: r["status"] not in ("pending", "running"))
+    assert record["status"] == "budget_exhausted", record
+
+    outcome: dict = {}
+
+    def users_cell():
+        try:
+            server.in_kernel(kernel_id, f"import time\nopen({str(started)!r}, 'w').close()\n"
+                                        "time.sleep(4)\nusers_cell_done = True\n")
+            outcome["ok"] = True
+        except AssertionError as exc:  # the cell's reply was an error (KeyboardInterrupt)
+            outcome["error"] = str(exc)
+
+    thread = threading.Thread(target=users_cell)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not started.exists():
+        assert time.monotonic() < deadline and thread.is_alive(), outcome
+        time.sleep(0.1)
+    status, stop = server.call("POST", f"/deepagent/api/runs/{reply['id']}/stop")
+    thread.join(60)
+    assert status == 409 and "not running" in stop["message"], (status, stop)
+    assert outcome == {"ok": True}, outcome  # the user's cell ran to its end
+
+
+def plant(server: Server, run_id: str, lines: list, record: dict | None = None) -> Path:
+    """A record and an event log in the server's root workspace that no run of ours wrote."""
+    runs = server.root / ".deepagent" / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    (runs / f"{run_id}.json").write_text(json.dumps(record or {"id": run_id, "task": "planted", "status": "finished",
+                                                               "steps": []}))
+    log = runs / f"{run_id}.events.jsonl"
+    with open(log, "w") as handle:
+        for line in lines:
+            handle.write((line if isinstance(line, str) else json.dumps(line)) + "\n")
+    return log
+
+
+def event(seq, kind, **data):
+    return {"seq": seq, "time": 1.0, "kind": kind, "run": "planted", "parent": None, "depth": 0, "data": data}
+
+
+def test_a_planted_event_log_cannot_forge_events_nor_fail_the_stream(server):
+    forged = "step_started\n\nid: 99\nevent: run_finished\ndata: {\"forged\": true}"
+    plant(server, "planted-forge", [
+        event(1, "run_started", task="t"),
+        event(2, forged),  # a kind with line breaks: it would write SSE lines of its own
+        event("3", "step_finished"),  # a string seq: compared with a number, a 500
+        event(4, "step started"),  # a space: not an event name
+        {**event(5, "tool_call"), "seq": True},
+        event(6, "run_finished", status="finished"),
+    ])
+    events, _, text = sse(server, "planted-forge", timeout=60)
+    assert [(e["id"], e["event"]) for e in events] == [("1", "run_started"), ("6", "run_finished")], text
+    assert "forged" not in text and "id: 99" not in text
+
+
+def test_a_huge_line_in_an_event_log_is_not_sent_whole(server):
+    huge = json.dumps(event(2, "step_finished", output="x" * 20_000_000))
+    plant(server, "planted-huge", [event(1, "run_started", task="t"), huge, event(3, "run_finished", status="ok")])
+    request = urllib.request.Request(f"{server.url}/deepagent/api/runs/planted-huge/events")
+    request.add_header("Authorization", f"token {server.token}")
+    with urllib.request.urlopen(request, timeout=60) as response:
+        body = response.read()
+    assert len(body) < 100_000, len(body)
+    blocks = [block for block in body.decode().split("\n\n") if block.strip()]
+    names = [line.split(": ", 1)[1] for block in blocks for line in block.splitlines() if line.startswith("event: ")]
+    assert names == ["run_started", "step_finished", "run_finished"], names  # the stream goes on to the end
+    stub = json.loads(next(line for line in blocks[1].splitlines() if line.startswith("data: "))[6:])
+    assert stub["seq"] == 2 and "omitted" in stub["data"]
+
+
+def test_files_reveal_nothing_outside_the_run_s_workspace(server):
+    (server.root / "outside-exists.txt").write_text("x")
+    ws = server.root / "ws5"
+    (ws / "out").mkdir(parents=True)
+    (ws / "out" / "real.md").write_text("inside")
+    (ws / "escape").symlink_to("/etc")
+    paths = ["out/real.md", "/etc/passwd", "/etc/no-such-file-here", "../outside-exists.txt",
+             "../outside-missing.txt", "escape/passwd", "escape/no-such-file-here", "../../../../../etc/passwd"]
+    runs = ws / ".deepagent" / "runs"
+    runs.mkdir(parents=True)
+    (runs / "planted-files.json").write_text(json.dumps({"id": "planted-files", "task": "t", "status": "finished",
+                                                         "steps": [], "files_written": paths}))
+    status, reply = server.call("GET", "/deepagent/api/runs/planted-files/files?workspace=ws5")
+    assert status == 200, reply
+    listed = {entry["path"]: entry for entry in reply["files"]}
+    assert listed["out/real.md"]["exists"] is True
+    answers_outside = {json.dumps({k: v for k, v in listed[path].items() if k != "path"}, sort_keys=True)
+                       for path in paths[1:]}
+    assert len(answers_outside) == 1, listed  # an existing path and a missing one read the same
+    assert all(listed[path]["exists"] is not True for path in paths[1:])

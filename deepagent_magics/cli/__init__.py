@@ -11,7 +11,8 @@ from __future__ import annotations
 import sys
 from typing import Sequence
 
-from .parser import UsageProblem, build_parser
+from ..errors import UserError
+from .parser import build_parser
 
 __all__ = ["main"]
 
@@ -23,8 +24,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         return commands.COMMANDS[args.command](args)
-    except UsageProblem as exc:
-        print(f"deepagent: error: {exc}", file=sys.stderr)
+    except UserError as exc:  # UsageProblem, or a mistake found deeper (a model id, a --load file): one line
+        line = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        print(f"deepagent: error: {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("deepagent: interrupted", file=sys.stderr)

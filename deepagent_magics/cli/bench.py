@@ -13,16 +13,11 @@ import argparse
 import sys
 
 from ..core.model.lm import NoLMError, resolve_lm
-from ..tuning.bench import (
-    BenchError,
-    SuiteUnavailable,
-    UnknownSuite,
-    check_arguments,
-    parse_where,
-    run_suite,
-)
+from ..core.model.lm_options import parse_lm_options
+from ..errors import UserError
+from ..tuning.bench import check_arguments, parse_where, run_suite
 from ..tuning.progress import TextProgress
-from .models import ModelError, default_model, model_from_spec
+from .models import default_model, model_from_spec
 from .parser import UsageProblem
 
 
@@ -32,23 +27,32 @@ def run_bench(args: argparse.Namespace) -> int:
     try:
         check_arguments(args.suite, args.limit, args.baselines, args.threads)
         where = parse_where(args.where)
-        lm = resolve_lm(model_from_spec(args.lm) or default_model())
-    except (UnknownSuite, BenchError, ModelError) as exc:
-        raise UsageProblem(str(exc)) from None
+        options = parse_lm_options(args.lm_options)
+        lm = resolve_lm(model_from_spec(args.lm, options=options) or default_model(), options=options)
     except NoLMError:
         raise UsageProblem("no model: pass --lm openai/gpt-4o-mini (or scripted:FILE.json), or set DEEPAGENT_LM") from None
+    except UserError:  # an unknown suite, a bad argument or model id: main shows its one line
+        raise
     except ValueError as exc:
         raise UsageProblem(str(exc).splitlines()[0]) from None
     progress = TextProgress(f"bench {args.suite}", stream=_Null() if args.quiet else sys.stderr)
-    agent = DeepAgent(lm=lm, max_depth=0, max_iters=args.max_iters)
+    pool = None
+    if args.max_depth > 0:  # sub-agents in kernels of this machine, all stopped with the command
+        from ..interpreters.pool import KernelPool
+
+        pool = KernelPool(0)
+    agent = DeepAgent(lm=lm, max_depth=args.max_depth, max_iters=args.max_iters, pool=pool)
     try:
         report = run_suite(args.suite, lm, limit=args.limit, baselines=args.baselines, threads=args.threads,
                            out=args.out, cache_dir=args.cache_dir, split=args.split, agent=agent, progress=progress,
                            where=where)
-    except (SuiteUnavailable, BenchError) as exc:
-        raise UsageProblem(str(exc)) from None
+    except UserError:  # a suite that cannot be had: main shows its one line
+        raise
     except OSError as exc:
         raise UsageProblem(f"--out {args.out}: {exc.strerror or exc}") from None
+    finally:
+        if pool is not None:
+            pool.stop()
     print(report.to_markdown(), end="")
     print(f"deepagent bench: wrote {', '.join(report.files)}", file=sys.stderr)
     if report.rows and all(row["error"] for row in report.rows):

@@ -7,23 +7,27 @@ run id) becomes a `UsageProblem`: one line on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..core.loop.agent import DeepAgent
+from ..core.model.lm_options import parse_lm_options
 from ..core.model.lm import NoLMError, resolve_lm
-from ..core.loop.profiles import UnknownProfile, available_profiles
+from ..core.loop.profiles import available_profiles
 from ..core.run.run import Run
+from ..core.run.model_text import plain
 from ..display.text import TextProgress, summary
 from ..records.export import write_notebook
 from ..records.listing import NoSuchStep, format_step, runs_table
 from ..records.replay import replay
 from ..records.store import find_record, list_records, runs_dir
-from .inputs import LoadError, load_variables
-from .models import ModelError, default_model, model_from_spec
+from ..settings import CLI, agent_keywords, at
+from .inputs import load_variables
+from .models import default_model, model_from_spec
 from .parser import UsageProblem
 
 
@@ -37,40 +41,69 @@ def run_task(args: argparse.Namespace) -> int:
     if workspace.exists() and not workspace.is_dir():
         raise UsageProblem(f"--workspace {args.workspace}: not a directory")
     try:
-        lm = model_from_spec(args.lm) or default_model()
-        sub_lm = model_from_spec(args.sub_lm, "--sub-lm")
-        lm = resolve_lm(lm)  # no model at all: say how to name one, before anything starts
+        options = parse_lm_options(args.lm_options)
+        lm = model_from_spec(args.lm, options=options) or default_model()
+        sub_lm = model_from_spec(args.sub_lm, "--sub-lm", options=options)
+        lm = resolve_lm(lm, options=options)  # no model at all: say how to name one, before anything starts
         namespace = load_variables(args.load)
-    except (ModelError, LoadError) as exc:
-        raise UsageProblem(str(exc)) from None
-    except NoLMError:
+    except NoLMError:  # (any other UserError, a bad model id or --load: main shows its one line)
         raise UsageProblem("no model: pass --lm openai/gpt-4o-mini (or scripted:FILE.json), or set DEEPAGENT_LM") from None
-    except ValueError as exc:  # DEEPAGENT_LM holding something that is not a model id
-        raise UsageProblem(str(exc).splitlines()[0]) from None
+    with agent_output_to_stderr():
+        run = _run(args, task, lm, sub_lm, namespace, workspace)
+    if run is None:
+        return 130
+    return _report(run, workspace, args.json)
+
+
+@contextlib.contextmanager
+def agent_output_to_stderr() -> Iterator[None]:
+    """While the agent works, file descriptor 1 is stderr: stdout is for the answer alone.
+
+    Agent code's prints are captured per step, but what is written to the descriptor itself
+    (``os.system``, ``subprocess``, ``os.write(1, ...)``, ``sys.__stdout__``, a sub-agent kernel
+    started now) would land in ``deepagent run ... > answer.md``. The descriptor is pointed at
+    stderr and put back afterwards, before the answer is printed.
+    """
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no stdout at all (closed): nothing to keep clean
+        yield
+        return
+    try:
+        yield
+    finally:
+        for stream in (sys.stdout, sys.__stdout__):
+            with contextlib.suppress(Exception):
+                stream.flush()  # what was buffered while fd 1 was stderr goes there, not to the answer
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _run(args: argparse.Namespace, task: str, lm: Any, sub_lm: Any, namespace: dict[str, Any],
+         workspace: Path) -> Run | None:
+    """The run, ended (None: interrupted, said on stderr)."""
     pool = _pool(args) if args.max_depth > 0 else None
     try:
-        agent = DeepAgent(
-            lm=lm, sub_lm=sub_lm, workspace=workspace, max_iters=args.max_iters, max_llm_calls=args.max_llm_calls,
-            profile=args.profile, timeout=args.timeout, max_depth=args.max_depth, max_subagents=args.max_subagents,
-            subagent_max_iters=args.subagent_max_iters, subagent_timeout=args.subagent_timeout,
-            max_parallel=args.max_parallel, pool=pool,
-        )
+        settings = agent_keywords({s.name: getattr(args, s.name) for s in at(CLI)})  # as the table says
+        agent = DeepAgent(**{**settings, "lm": lm, "sub_lm": sub_lm, "workspace": workspace, "pool": pool})
         run = Run(task, profile=agent.profile, config={"approve": args.approve, "front_door": "cli"})
         progress = None if args.quiet else TextProgress(run, stream=sys.stderr)
         try:
             agent.run(task, namespace, run=run)
         except KeyboardInterrupt:
             print(f"deepagent: interrupted after {len(run.steps)} steps (run {run.id})", file=sys.stderr)
-            return 130
+            return None
         finally:
             if progress is not None:
                 progress.close()
-    except (UnknownProfile, OSError) as exc:
+    except OSError as exc:
         raise UsageProblem(str(exc).splitlines()[0]) from None
     finally:
         if pool is not None:
             pool.stop()  # no sub-agent kernel outlives the command
-    return _report(run, workspace, args.json)
+    return run
 
 
 def _pool(args: argparse.Namespace) -> Any:
@@ -108,9 +141,10 @@ def _report(run: Run, workspace: Path, as_json: bool) -> int:
         record.pop("_path", None)
         print(json.dumps(record, indent=2, default=str))
     elif run.status == "finished":
-        print(run.result if run.result is not None else "")
+        result = run.result if run.result is not None else ""
+        print(plain(result) if sys.stdout.isatty() else result)  # a terminal never acts on a model's escapes
     if run.status != "finished":
-        print(f"deepagent: run {run.id} {summary(run)}", file=sys.stderr)
+        print(plain(f"deepagent: run {run.id} {summary(run)}"), file=sys.stderr)
         return 1
     return 0
 
@@ -120,7 +154,7 @@ def list_runs(args: argparse.Namespace) -> int:
     if not records:
         print(f"no recorded runs in {runs_dir(args.workspace)}", file=sys.stderr)
         return 0
-    print(runs_table(records))
+    print(plain(runs_table(records)))
     return 0
 
 
@@ -128,7 +162,7 @@ def trace(args: argparse.Namespace) -> int:
     record = _record(args.run, args.workspace)
     if args.step is not None:
         try:
-            print(format_step(record, args.step))
+            print(plain(format_step(record, args.step)))
         except NoSuchStep as exc:
             raise UsageProblem(str(exc)) from None
         return 0

@@ -10,8 +10,10 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..errors import UserError
 
-class LoadError(ValueError):
+
+class LoadError(UserError, ValueError):
     """A ``--load`` the command line cannot honour; the message is one line."""
 
 

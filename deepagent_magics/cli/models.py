@@ -1,7 +1,8 @@
-"""Naming a model on the command line: a provider model id, or ``scripted:FILE`` for tests and demos.
+"""Naming a model on the command line: a provider model id, ``local``, or ``scripted:FILE`` for tests and demos.
 
 ``--lm openai/gpt-4o-mini`` is a `dspy.LM` (its key and base URL come from the provider's
-environment variables, e.g. ``OPENAI_API_KEY``, ``OPENAI_API_BASE``). ``--lm scripted:steps.json``
+environment variables, e.g. ``OPENAI_API_KEY``, ``OPENAI_API_BASE``). ``--lm local`` (or
+``local:PATH.gguf``) is a llama.cpp server in this process (`core.model.local_server`). ``--lm scripted:steps.json``
 (or ``DEEPAGENT_LM=scripted:steps.json``) is a `ScriptedLM` playing the steps in the file, which is
 either a list of steps (``[reasoning, code]`` pairs, ``{"reasoning", "code"}`` objects or code
 strings) or an object ``{"steps": [...], "scripts": {task fragment: steps}, "replies": ..., "latency": s}``.
@@ -16,31 +17,41 @@ from typing import Any
 
 import dspy
 
+from ..core.model.local_server import is_local, local_lm
+from ..core.model.local_weights import LocalModelError
+from ..errors import UserError
 from ..testing import ScriptedLM
 
 SCRIPTED = "scripted:"
 
 
-class ModelError(ValueError):
+class ModelError(UserError, ValueError):
     """A model name the command line cannot use; the message is one line."""
 
 
-def model_from_spec(spec: str | None, flag: str = "--lm") -> Any:
-    """The LM ``spec`` names (None stays None: the environment decides)."""
+def model_from_spec(spec: str | None, flag: str = "--lm", options: dict[str, Any] | None = None) -> Any:
+    """The LM ``spec`` names, a model id built with ``options`` (``--lm-option``; None stays None: the
+    environment decides)."""
     if spec is None:
         return None
     spec = spec.strip()
     if spec.startswith(SCRIPTED):
         return scripted_model(spec[len(SCRIPTED):], flag)
+    if is_local(spec):
+        try:
+            return local_lm(spec)
+        except LocalModelError as exc:
+            raise ModelError(str(exc)) from None
     if "/" not in spec or spec.startswith("/") or spec.endswith("/"):
-        raise ModelError(f"{flag} {spec!r} is not a model id like 'openai/gpt-4o-mini' nor 'scripted:FILE.json'")
-    return dspy.LM(spec)
+        raise ModelError(f"{flag} {spec!r} is not a model id like 'openai/gpt-4o-mini', 'local' nor 'scripted:FILE.json'")
+    return dspy.LM(spec, **dict(options or {}))
 
 
 def default_model() -> Any:
-    """The LM from ``DEEPAGENT_LM`` when it names a script (a model id is left to the core's resolution)."""
+    """The LM from ``DEEPAGENT_LM`` when it names a script or the local model (a model id is left to the
+    core's resolution)."""
     env = os.environ.get("DEEPAGENT_LM", "").strip()
-    return model_from_spec(env, "DEEPAGENT_LM") if env.startswith(SCRIPTED) else None
+    return model_from_spec(env, "DEEPAGENT_LM") if env.startswith(SCRIPTED) or is_local(env) else None
 
 
 def scripted_model(path: str, flag: str) -> ScriptedLM:

@@ -1,18 +1,20 @@
 """The ``deepagent`` command line's arguments: ``run``, ``runs``, ``trace``, ``export`` and ``bench``.
 
-Flags that ``%%deepagent`` also has keep its names (``--lm``, ``--sub-lm``, ``--workspace``,
-``--profile``, ``--max-iters``, ``--max-llm-calls``, ``--timeout``, ``--quiet``, the sub-agent
-limits); a mistake is one line on stderr (`UsageProblem`), never argparse's usage block.
+``run``'s settings are the table's (``settings.py``, the `CLI` door): the same names, defaults,
+help and bounds as ``%%deepagent``'s flags. A mistake is one line on stderr (`UsageProblem`, or
+any other `UserError`), never argparse's usage block.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 
-APPROVAL_POLICIES = ("never",)  # no approval prompts exist yet: every tool call runs without asking
+from ..errors import InvalidValue, UserError
+from ..settings import CLI, SETTINGS, Setting, at
 
 
-class UsageProblem(Exception):
+class UsageProblem(UserError):
     """Bad input on the command line: shown as one line, exit status 2."""
 
 
@@ -27,6 +29,8 @@ def positive(kind: type) -> callable:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a {'number' if kind is float else 'whole number'}") from None
+        if not math.isfinite(value):  # nan compares false to everything: it would turn a limit off
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
         if value <= 0:
             raise argparse.ArgumentTypeError(f"must be positive, got {text}")
         return value
@@ -34,25 +38,35 @@ def positive(kind: type) -> callable:
     return convert
 
 
-def non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
-    return value
+def setting_type(setting: Setting) -> callable:
+    """A flag's text as the setting's value, within its bounds (else argparse's one-line error)."""
+
+    def convert(text: str) -> object:
+        try:
+            return setting.check(setting.parse(text), label="")
+        except InvalidValue as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = setting.name
+    return convert
 
 
-def pool_size(text: str) -> int:
-    from ..interpreters.pool.pool import check_size
-
-    value = non_negative(text)
-    try:
-        check_size(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return value
+def add_setting(parser: argparse.ArgumentParser, setting: Setting, **own: str | int) -> None:
+    """One setting of the table as a flag of ``parser``, with the command line's default (``own``: what
+    this command says differently, e.g. bench's ``default=0`` for ``--max-depth``)."""
+    default, help = own.get("default", setting.where(CLI, "default")), own.get("help", setting.where(CLI, "help"))
+    if default not in (None, False, [], {}) and "default:" not in help and "default " not in help:
+        help += f" (default: {default})"
+    options = {"dest": setting.name, "default": default, "help": help.replace("%", "%%")}
+    if setting.kind is bool:
+        options["action"] = "store_true"
+    elif setting.repeat:  # given once per value (KEY=VALUE texts, read by the code that uses them)
+        options.update(action="append", default=[], metavar=setting.metavar)
+    elif setting.where(CLI, "choices"):
+        options["choices"] = setting.where(CLI, "choices")
+    elif setting.kind in (int, float) or setting.read is not None:
+        options["type"] = setting_type(setting)
+    parser.add_argument(setting.flag, **options)
 
 
 def build_parser() -> Parser:
@@ -64,37 +78,11 @@ def build_parser() -> Parser:
                               description="Run a root agent in a fresh namespace. Progress goes to stderr, the "
                                           "result to stdout; the exit status is 0 only when the run finished.")
     run.add_argument("task", help="what to do ('-' reads the task from stdin)")
-    run.add_argument("--workspace", default=".", help="directory for the file tools and the run records (default: .)")
-    run.add_argument("--lm", help="model id (openai/gpt-4o-mini) or scripted:FILE.json (default: DEEPAGENT_LM)")
-    run.add_argument("--sub-lm", dest="sub_lm", help="model behind llm_query (default: the --lm model)")
-    run.add_argument("--profile", default="default", help="prompt profile")
-    run.add_argument("--max-iters", dest="max_iters", type=positive(int), default=20, help="most code steps")
-    run.add_argument("--max-llm-calls", dest="max_llm_calls", type=positive(int), default=50,
-                     help="most llm_query calls")
-    run.add_argument("--timeout", type=positive(float), default=120.0, help="seconds one code block may run")
-    run.add_argument("--approve", choices=APPROVAL_POLICIES, default="never",
-                     help="when to ask before a tool call (only 'never' exists yet)")
+    for setting in at(CLI):
+        add_setting(run, setting)
     run.add_argument("--load", action="append", default=[], metavar="NAME=FILE",
                      help="make FILE the variable NAME (CSV/Parquet: DataFrame with pandas, JSON, text); repeatable")
     run.add_argument("--json", action="store_true", help="print the run record (JSON) instead of the result")
-    run.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    run.add_argument("--max-depth", dest="max_depth", type=non_negative, default=2,
-                     help="how deep sub-agents may nest (0: no delegation)")
-    run.add_argument("--max-subagents", dest="max_subagents", type=positive(int), default=16,
-                     help="most sub-agents this run may start")
-    run.add_argument("--subagent-max-iters", dest="subagent_max_iters", type=positive(int), default=10,
-                     help="most code steps per sub-agent")
-    run.add_argument("--subagent-timeout", dest="subagent_timeout", type=positive(float), default=600.0,
-                     help="seconds a sub-agent may run")
-    run.add_argument("--max-parallel", dest="max_parallel", type=positive(int), default=4,
-                     help="most sub-agents running at once")
-    run.add_argument("--pool-size", dest="pool_size", type=pool_size, default=0,
-                     help="sub-agent kernels started ahead of need (default 0: on demand)")
-    run.add_argument("--kernel-name", dest="kernel_name", help="kernel spec for sub-agents (default: this Python)")
-    run.add_argument("--gateway-url", dest="gateway_url",
-                     help="Jupyter gateway to start sub-agent kernels on (default: JUPYTER_GATEWAY_URL, else here)")
-    run.add_argument("--gateway-token", dest="gateway_token",
-                     help="the gateway's auth token (default: JUPYTER_GATEWAY_AUTH_TOKEN)")
 
     runs = commands.add_parser("runs", help="list recent runs (newest first)")
     runs.add_argument("--workspace", default=".", help="read the records of this workspace (default: .)")
@@ -119,10 +107,11 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
     bench = commands.add_parser("bench", help="measure the agent on a public benchmark (docs/quality.md)",
                                 description="Run the deep agent (and baselines) on a public benchmark suite, "
                                             "scored by the suite's own rule; the table goes to stdout.")
-    bench.add_argument("suite", help="the suite: dabstep, dabench or oolong")
-    bench.add_argument("--lm", help="model id (openai/gpt-4o-mini) or scripted:FILE.json (default: DEEPAGENT_LM)")
+    bench.add_argument("suite", help="the suite: dabstep, dabench, oolong or sklearn (offline)")
+    add_setting(bench, SETTINGS["lm"])
+    add_setting(bench, SETTINGS["lm_options"])
     bench.add_argument("--limit", type=positive(int), help="run only the first N tasks")
-    bench.add_argument("--baselines", default="", help="comma-separated, beside the deep agent: cot,react,deepagents")
+    bench.add_argument("--baselines", default="", help="comma-separated, beside the deep agent: cot,react,rlm,deepagents")
     bench.add_argument("--threads", type=positive(int), default=4, help="tasks run at once (default 4)")
     bench.add_argument("--out", default="bench-results", help="directory for the Markdown, JSON and answers")
     bench.add_argument("--cache-dir", dest="cache_dir",
@@ -130,5 +119,7 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
     bench.add_argument("--split", help="the suite's split (dabstep: dev or default; oolong: validation or test)")
     bench.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
                        help="only tasks whose KEY is VALUE (level=hard, dataset=trec_coarse); repeatable")
-    bench.add_argument("--max-iters", dest="max_iters", type=positive(int), default=20, help="most code steps per task")
-    bench.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_setting(bench, SETTINGS["max_iters"], help="most code steps per task")
+    add_setting(bench, SETTINGS["max_depth"], default=0,
+                help="how deep the deep agent's sub-agents may nest (default 0: none; 1 lets it delegate)")
+    add_setting(bench, SETTINGS["quiet"])

@@ -2,7 +2,10 @@
 
 When no real LM is configured (``DEEPAGENT_LM`` unset), the quickstart plays this
 script instead of calling a model, and says so. Everything else is real: the
-code runs in the notebook's kernel, the files land in the workspace.
+code runs in the notebook's kernel, the files land in the workspace. With a real
+model (``DEEPAGENT_LM=local make demo``: the bundled model on this CPU) the cells'
+output is shown as it comes, with the run's text display, since a step takes tens
+of seconds.
 
     python -m deepagent_magics.demos.quickstart notebooks/01_quickstart.ipynb
 """
@@ -76,20 +79,39 @@ def quickstart_lm(announce: bool = True) -> ScriptedLM:
     return ScriptedLM(QUICKSTART_STEPS, replies="(scripted demo reply)")
 
 
-def run_notebook(path: str | Path, timeout: int = 300, keep: bool = False) -> Any:
+def run_notebook(path: str | Path, timeout: int | None = 300, keep: bool = False, echo: Any = None) -> Any:
     """Execute a notebook headless in a real kernel, in the notebook's folder; return the text of its
     `demo-result` cells (or, with ``keep``, the executed notebook). The kernel talks over unix
-    sockets (no TCP port, no warning about one)."""
+    sockets (no TCP port, no warning about one) and is shut down before this returns.
+
+    With ``echo`` (a text stream), what the cells print goes there as it is printed, and runs show
+    the text display (a line per step, and one rewritten while the model reads and writes), so a
+    terminal sees a slow real model at work instead of a silent wait."""
     import nbformat
     from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
 
+    class Echoing(NotebookClient):
+        def output(self, outs: Any, msg: Any, display_id: Any, cell_index: int) -> Any:
+            if msg["msg_type"] == "stream":
+                echo.write(msg["content"].get("text", ""))
+                echo.flush()
+            return super().output(outs, msg, display_id, cell_index)
+
     path = Path(path)
     notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient if echo is None else Echoing
+    text_display = [] if echo is None else ["--DeepAgentMagics.display_mode=text"]
     with tempfile.TemporaryDirectory(prefix="deepagent-demo-") as sockets:
         manager = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "kernel"))
-        NotebookClient(notebook, timeout=timeout, kernel_name="python3", km=manager,
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        try:
+            client(notebook, timeout=timeout, kernel_name="python3", km=manager, extra_arguments=text_display,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+        finally:
+            # nbclient leaves a kernel it was handed running: shut it down (its sub-agent pool with it) while
+            # this process waits, not after it is gone ("Parent appears to have exited" on the way out).
+            if manager.has_kernel:
+                manager.shutdown_kernel()
     if keep:
         return notebook
     texts = []
@@ -109,11 +131,13 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     source = Path(args[0] if args else "notebooks/01_quickstart.ipynb")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "true")  # offline: DSPy's bundled model prices
-    print(f"Running {source} in a fresh kernel ...")
+    real = bool(os.environ.get("DEEPAGENT_LM", "").strip())  # a real model is slow: show it working
+    print(f"Running {source} in a fresh kernel ...", flush=True)
     with tempfile.TemporaryDirectory(prefix="deepagent-demo-") as folder:
         copy = Path(folder) / source.name
         shutil.copyfile(source, copy)
-        print(run_notebook(copy))
+        result = run_notebook(copy, timeout=None if real else 300, echo=sys.stderr if real else None)
+        print(("\n" if real else "") + result)
     return 0
 
 

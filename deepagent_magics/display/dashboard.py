@@ -16,7 +16,6 @@ lock, in the context of the cell that started the run.
 
 from __future__ import annotations
 
-import html
 import time
 from typing import Any
 
@@ -55,6 +54,7 @@ from .markup import (
     todos_html,
     tree_html,
 )
+from ..core.run.model_text import markdown_bundle
 from .retries import line_html, note_html, retry_line, waiting_area
 from .streaming import query_html, writing_panel
 
@@ -62,6 +62,7 @@ PAGE_SIZE = 50
 TREE_MAX_FILES = 300
 TREE_RESCAN_SECONDS = 2.0  # files the agent's code wrote with open() show up within this (tools: at once)
 DASHBOARD_CLASS = "deepagent-dashboard"
+RUN_WORKSPACE = object()  # the dashboard shows the files of the run's configured workspace
 
 
 def _box(title: str, *children: W.Widget, flex: str = "1 1 0", style: str = "") -> W.VBox:
@@ -198,9 +199,9 @@ class RunView:
 
 def compaction_html(data: dict[str, Any]) -> str:
     """The mark where the prompt was compacted: which steps, how much smaller, and the summary (folded)."""
-    summary = html.escape(str(data.get("summary", "")))
-    return (f'<details class="deepagent-compaction"><summary>⟲ compacted steps 1–{data.get("summarized")} before step '
-            f'{data.get("step")}: prompt history {data.get("chars_before", 0):,} → {data.get("chars_after", 0):,} chars '
+    summary = esc(data.get("summary", ""))
+    return (f'<details class="deepagent-compaction"><summary>⟲ compacted steps 1–{esc(data.get("summarized"))} before '
+            f'step {esc(data.get("step"))}: prompt history {data.get("chars_before", 0):,} → {data.get("chars_after", 0):,} chars '
             f'(every step stays below and in history())</summary><pre style="white-space:pre-wrap">{summary}</pre></details>')
 
 
@@ -208,8 +209,13 @@ def compaction_html(data: dict[str, Any]) -> str:
 class Dashboard:
     """The widgets for one root run, fed by its events (``on_event``)."""
 
-    def __init__(self, run: Run, steerable: bool = False):
+    def __init__(self, run: Run, steerable: bool = False, workspace: Any = RUN_WORKSPACE,
+                 result_inside: bool = True):
+        """``workspace``: the folder whose files to show; by default the run's own (a past run's: show.py).
+        ``result_inside``: False when a finished run's result is the cell's own output (display/result.py)."""
         self.run = run
+        self._workspace_root = workspace
+        self.result_inside = result_inside
         self.controls = SteeringControls(run) if steerable else None  # stop, a note, edit todos (controls.py)
         self.status = W.HTML(status_line(run))
         self.todos = W.HTML(todos_html(run.todos))
@@ -245,7 +251,7 @@ class Dashboard:
         kind, run, data = event.kind, event.run, event.data
         view = self._view_for(run)
         if kind == RUN_STARTED and run is self.run:
-            root = run.config.get("workspace")
+            root = run.config.get("workspace") if self._workspace_root is RUN_WORKSPACE else self._workspace_root
             self.workspace = Workspace(root) if root else None
             self.refresh_tree()
         elif kind == STEP_STREAMING and view is not None:  # the model is writing a step (streaming.py)
@@ -368,8 +374,10 @@ class Dashboard:
 
     def show_result(self) -> None:
         run = self.run
+        if run.status == "finished" and not self.result_inside:
+            return
         if run.status == "finished":
-            data = {"text/markdown": str(run.result), "text/plain": str(run.result)}
+            data = markdown_bundle(run.result)  # sanitised HTML, never trusted Markdown (core/run/model_text.py)
         else:
             text = {"interrupted": "Interrupted: the trajectory so far is kept.",
                     "failed": f"The agent failed: {run.error}",

@@ -1,14 +1,19 @@
-"""The dashboard's HTML: pure functions from a run's parts to the markup its widgets show."""
+"""The dashboard's HTML: pure functions from a run's parts to the markup its widgets show.
+
+Every value from a run is escaped with `esc` (quotes too: ipywidgets' ``HTML`` sets ``innerHTML``,
+and a todo status sits in a ``class`` attribute), whoever wrote it (`core.run.model_text`).
+"""
 
 from __future__ import annotations
 
 import functools
-import html
 from pathlib import Path
 from typing import Any
 
 from ..core.run.run import Run
 from ..core.policy.spend import budget_of
+
+from ..core.run.model_text import escape
 
 PREVIEW_CHARS = 2000
 PREVIEW_LINES = 25
@@ -34,7 +39,8 @@ STYLE = """<style>
 
 
 def esc(text: Any) -> str:
-    return html.escape(str(text), quote=False)
+    """``text`` as HTML text or attribute value: ``<``, ``>``, ``&`` and both quotes escaped."""
+    return escape(text)
 
 
 def head_line(text: str, limit: int = 90) -> str:
@@ -103,15 +109,24 @@ def tokens_text(usage: Any) -> str:
     return f"{usage.tokens:,} tokens" + (f" ({cached:,} cached)" if cached else "")
 
 
+def usage_parts(run: Run) -> list[str]:
+    """The run's LM calls, tokens and cost for its whole tree (``run.tree_usage()``), labelled as such when
+    sub-agents made some of them, with the root's own (``run.usage``) beside."""
+    usage = run.tree_usage()
+    parts = [f"{usage.lm_calls} LM calls", tokens_text(usage), usage.cost_text()]
+    if run.children:
+        own = run.usage
+        parts[-1] += f" (whole tree; the root's own: {own.lm_calls} calls, {own.tokens:,} tokens)"
+    return parts
+
+
 def status_line(run: Run, writing: float | None = None) -> str:
     """Status, iteration, usage, time; ``writing``: seconds the model has been writing the next step."""
-    usage = run.tree_usage()
     color = STATUS_COLORS.get(run.status, "#888")
     parts = [f'<b style="color:{color}">● {esc(run.status)}</b>',
              f"iteration {len(run.steps)}/{run.max_iters or '?'}"
              + (f' · <span class="dag-writing-status">writing… {writing:.0f}s</span>' if writing is not None else ""),
-             f"{usage.lm_calls} LM calls", tokens_text(usage), f"${usage.cost:.4f}",
-             f"{run.elapsed:.1f} s"]
+             *map(esc, usage_parts(run)), f"{run.elapsed:.1f} s"]
     budget = budget_of(run)
     if budget is not None and budget.capped:  # spend against each cap of the tree (core.policy.spend)
         parts.append(f'<span class="dag-spend">caps: {esc(budget.describe())}</span>')

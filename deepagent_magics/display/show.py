@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from ..core.run.run import Run
 from ..records.replay import replay
+from ..records.store import record_home
 from .routing import Routed
 from .text import TextProgress, summary
 
@@ -42,7 +43,8 @@ def choose_mode(shell: Any, mode: str = "auto") -> str:
 def show_run(run: Run, shell: Any = None, quiet: bool = False, mode: str = "auto") -> Any:
     """Start showing ``run`` in the current cell; returns an object with ``close()``.
 
-    ``shows_result`` on the returned object tells whether it shows the result itself.
+    ``shows_result`` on the returned object tells whether it shows the result itself; when it does not,
+    the caller displays it as the cell's own output (`result.show_result`), below the live view.
     """
     if quiet:
         return _Nothing()
@@ -53,8 +55,8 @@ def show_run(run: Run, shell: Any = None, quiet: bool = False, mode: str = "auto
 
     from .dashboard import Dashboard
 
-    dashboard = Dashboard(run, steerable=True)
-    dashboard.shows_result = True
+    dashboard = Dashboard(run, steerable=True, result_inside=False)
+    dashboard.shows_result = False  # the magic displays it below, as the cell's own output (result.py)
     unsubscribe = run.subscribe(Routed(dashboard.on_event))
     handle = display(WidgetWithSummary(dashboard.widget, run), display_id=True)
 
@@ -81,7 +83,10 @@ class WidgetWithSummary:
 
 
 def show_record(record: dict[str, Any], shell: Any = None, mode: str = "auto") -> Any:
-    """Show a past run again from its record: its events are replayed into a fresh view."""
+    """Show a past run again from its record: its events are replayed into a fresh view.
+
+    The dashboard's file tree and previews read the workspace the record was found in, never the
+    folder the record names (a planted record could name any folder)."""
     if choose_mode(shell, mode) == "text":
         views: list[TextProgress] = []
         replay(record, on_run=lambda run: views.append(TextProgress(run, show_result=True)))
@@ -93,7 +98,7 @@ def show_record(record: dict[str, Any], shell: Any = None, mode: str = "auto") -
     dashboards: list[Dashboard] = []
 
     def attach(run: Run) -> None:
-        dashboards.append(Dashboard(run))
+        dashboards.append(Dashboard(run, workspace=record_home(record)))
         run.subscribe(dashboards[0].on_event)
 
     replay(record, on_run=attach)

@@ -32,7 +32,10 @@ def last_line(data: dict[str, Any], limit: int = 80) -> str:
 
 
 def writing_label(data: dict[str, Any]) -> str:
-    return f"writing… {float(data.get('elapsed') or 0):.0f}s"
+    """``writing… 12s``; before the first word arrives the model is still reading its prompt (on a CPU, a
+    local model reads a few thousand tokens for tens of seconds), and the label says so."""
+    label = f"writing… {float(data.get('elapsed') or 0):.0f}s"
+    return label if data.get("reasoning") or data.get("code") else label + " (reading the prompt)"
 
 
 def text_line(run: Any, data: dict[str, Any], indent: str = "") -> str:

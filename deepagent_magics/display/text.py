@@ -6,6 +6,8 @@ line can be rewritten (a terminal, a notebook): a log file (``deepagent run 2> l
 gets the lasting lines only.
 
 For terminals and for headless runs; `show.show_run` picks it when widgets cannot render.
+Every line goes out through `core.run.model_text.plain`: a model's escape sequences and
+carriage returns are shown, never acted on by the terminal.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from ..core.policy.spend import budget_of
 from ..core.model.retries import PROVIDER_RETRY
 from ..core.run.run import RUN_FINISHED, STEP_FINISHED, SUBAGENT_STARTED, Event, Run
 from ..core.model.step_streaming import LLM_QUERY_STREAMING, STEP_STREAMING
-from .markup import step_mark, tokens_text
+from .markup import step_mark, usage_parts
+from ..core.run.model_text import plain
 from .streaming import query_text_line, text_line
 from .routing import Routed
 
@@ -44,7 +47,7 @@ class TextProgress:
         if self._live:  # the updating line gives way to the lasting one
             stream.write("\r" + " " * self._live + "\r")
             self._live = 0
-        print(text, file=stream, flush=True)
+        print(plain(text), file=stream, flush=True)
 
     def _rewrites(self) -> bool:
         """Whether a line can be rewritten in place: a terminal or a notebook's output, not a log file."""
@@ -57,6 +60,7 @@ class TextProgress:
     def _write_live(self, text: str) -> None:
         """Rewrite the one updating line (a step being written) in place."""
         stream = self._out()
+        text = plain(text)
         stream.write("\r" + text.ljust(self._live))
         stream.flush()
         self._live = len(text)
@@ -100,10 +104,9 @@ class TextProgress:
 
 def summary(run: Run) -> str:
     """One line: status, steps, sub-agents, usage, time, todos, files."""
-    usage = run.tree_usage()
     children = _count_children(run)
     parts = [f"{len(run.steps)} steps" + (f" (+{children} sub-agents)" if children else ""),
-             f"{usage.lm_calls} LM calls", tokens_text(usage), f"${usage.cost:.4f}", f"{run.elapsed:.1f}s"]
+             *usage_parts(run), f"{run.elapsed:.1f}s"]
     if run.todos:
         done = sum(item.get("status") == "completed" for item in run.todos)
         parts.append(f"todos {done}/{len(run.todos)} completed")

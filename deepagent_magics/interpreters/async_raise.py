@@ -12,10 +12,12 @@ from __future__ import annotations
 import ctypes
 import threading
 
+from ..errors import DeepAgentSignal
+
 _set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
 
 
-class _Reset(BaseException):
+class _Reset(DeepAgentSignal):
     """Raised in the calling thread by `take_back` and caught there: what resets the eval breaker."""
 
 

@@ -36,6 +36,8 @@ from dspy.primitives.facade import (
     is_reserved_sandbox_name,
 )
 
+from ..errors import DeepAgentError
+
 TYPE_NAMES = frozenset({"str", "int", "float", "bool", "list", "dict", "tuple", "Optional", "Union", "Literal",
                         "Any", "None", "List", "Dict", "Tuple"})
 GENERIC_NAMES = frozenset({"list", "dict", "tuple", "Optional", "Union", "Literal", "List", "Dict", "Tuple"})
@@ -58,7 +60,7 @@ MAX_SIGNATURE = 2_000
 MAX_INSTRUCTIONS = 20_000
 
 
-class FacadeRefused(CodeInterpreterError):
+class FacadeRefused(DeepAgentError, CodeInterpreterError):
     """A facade request the host will not forward to DSPy."""
 
 

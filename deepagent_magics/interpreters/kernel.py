@@ -38,6 +38,7 @@ from dspy.primitives.facade import HOST_TOKEN_VAR
 from dspy.utils.callback import with_callbacks
 
 from ..core.loop.agent import DEFAULT_TIMEOUT
+from ..core.policy import approval
 from ..core.loop.tool_binding import accept_positional, binder
 from ..core.run.run import Run
 from ..core.run.session import Session
@@ -190,6 +191,9 @@ class KernelInterpreter(ToolBridge, StepInterpreter):
             request["tools"], request["outputs"] = self._bound = bindings
         if self._first and self.cwd:
             request["cwd"] = self.cwd
+        checks = None if setup else self._checks()
+        if checks:
+            request["checks"] = checks
         self._first = False
         payload = json.dumps(request, allow_nan=False)
         msg_id = self.kernel.client.execute(
@@ -202,6 +206,16 @@ class KernelInterpreter(ToolBridge, StepInterpreter):
             if self.kernel is not None:
                 self.kernel.interrupt()
             raise
+
+    def _checks(self) -> dict[str, Any] | None:
+        """What the kernel's runtime checks ask about in this step (`runtime_checks.hook`; questions come back
+        as `APPROVE_TOOL` requests): the approval rules, those the user approved for this block already, and
+        the workspace as the kernel sees it. None when nothing asks."""
+        approver = approval.checking(self.run)
+        if approver is None:
+            return None
+        return {"rules": sorted(approver.rules), "approved": sorted(approval.approved_rules(self.run)),
+                "workspace": self.cwd}
 
     def _changed(self, variables: dict[str, Any]) -> dict[str, Any]:
         """Only the inputs not sent before (RLM passes the same ones every step)."""

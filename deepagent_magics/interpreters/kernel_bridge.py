@@ -4,7 +4,9 @@ A kernel's tool stub asks with an ``input_request`` (see `kernel_side`); `ToolBr
 reads the request, refuses what may not reach the host (an unknown tool, a facade request
 DSPy must not see: `facade_guard`), runs the tool through ``invoke_tool`` (which DSPy's
 callbacks see as an interpreter tool call), awaits a coroutine a tool returns, and answers
-with the value as JSON (`wire`), or with the error.
+with the value as JSON (`wire`), or with the error. One request is not a tool: a runtime check in
+the kernel (`runtime_checks.hook`) asking the user about an action (`APPROVE_TOOL`), which goes to
+the root's approver as the sub-agent's blocks do (`ToolBridge._approve`).
 
 When the sub-agent is stopped while its thread is inside a host tool, the tool is told
 (the session's ``cancelled`` event, which long tool loops check) and, unless it is one
@@ -25,11 +27,14 @@ from typing import Any, Callable
 
 from dspy.utils.callback import with_callbacks
 
+from ..errors import DeepAgentSignal
 from ..core.loop.tool_binding import run_coroutine
 from ..core.model.facade_requests import facade_requests
+from ..core.policy import approval
+from ..core.run.stopping import StopRun
 from .async_raise import raise_in, take_back
 from .facade_guard import FacadeGuard
-from .kernel_side import TOOL_PROMPT
+from .kernel_side import APPROVE_TOOL, TOOL_PROMPT
 from .wire import NotCarried, to_wire
 
 # Tools that end by themselves when their sub-agent is stopped: an LM call is abandoned by the
@@ -40,7 +45,7 @@ CANCEL_EVERY = 0.2  # seconds between raises in a tool that has not left yet
 CANCEL_FOR = 60.0  # then give up (a tool blocked in C for longer ends when it wakes: the bridge checks)
 
 
-class SubAgentCancelled(BaseException):
+class SubAgentCancelled(DeepAgentSignal):
     """Raised in a host tool whose sub-agent was stopped (a BaseException: `except Exception` can't eat it)."""
 
 
@@ -48,6 +53,7 @@ class ToolBridge:
     """Mixin for `KernelInterpreter`: answering its kernel's tool calls."""
 
     tools: dict[str, Callable[..., Any]]
+    run: Any
     cancelled: threading.Event | None
     _check_stopped: Callable[[], None]
 
@@ -70,6 +76,8 @@ class ToolBridge:
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             return _error(f"malformed tool request: {exc}", "RuntimeError")
         self._check_stopped()
+        if name == APPROVE_TOOL:
+            return self._approve(args)
         call = self._tool_call = (threading.current_thread(), name)
         try:
             value = self.invoke_tool(name, args, kwargs)
@@ -86,6 +94,19 @@ class ToolBridge:
             return json.dumps({"value": to_wire(value, f"the result of {name}()")}, allow_nan=False)
         except NotCarried as exc:
             return _error(str(exc), "CodeInterpreterError")
+
+    def _approve(self, args: list[Any]) -> str:
+        """A runtime check in the kernel asks the user (through the root's approver, labelled with this
+        sub-agent): the JSON reply holds None (go ahead) or the refusal the agent's code reads."""
+        action = args[0] if args and isinstance(args[0], dict) else {}
+        rule, question = action.get("rule"), action.get("action")
+        if not isinstance(rule, str) or not isinstance(question, str):
+            return _error("malformed approval request", "RuntimeError")
+        try:
+            answer = approval.review_action(self.run, rule, question[:500])
+        except StopRun as stop:
+            answer = f"Not allowed: {stop}"
+        return json.dumps({"value": answer})
 
     @with_callbacks
     def invoke_tool(self, tool_name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:

@@ -44,12 +44,15 @@ except ImportError:  # in a kernel: the pool installs guards' source first, as t
 
 try:  # on the host, as part of the package
     from . import output_limit, processes, wire
+    from .runtime_checks import hook as runtime_checks
 except ImportError:  # in a kernel, shipped beside this file by the host (see pool/pooled_kernel.py)
     import _deepagent_output_limit as output_limit
     import _deepagent_processes as processes
+    import _deepagent_runtime_checks_hook as runtime_checks
     import _deepagent_wire as wire
 
 TOOL_PROMPT = "__deepagent_tool__ "
+APPROVE_TOOL = "__deepagent_approve__"  # a runtime check's question, asked on the host (`kernel_bridge`)
 RESULT_SOURCE = "deepagent"
 RUNTIME_NAME = "_deepagent_runtime"
 SETUP_FILENAME = "<deepagent setup>"
@@ -90,8 +93,18 @@ def make_submit(names):
     return SUBMIT
 
 
-def exec_step(body, tail, filename, namespace):
+# CPython 3.11 counts the AST converter's recursion depth per interpreter, not per thread: two threads
+# parsing or compiling an AST at once (evaluation runs examples in threads) can fail with "SystemError: AST
+# constructor recursion depth mismatch" (CPython gh-106905). Agent code is parsed and compiled under this lock.
+AST_LOCK = threading.Lock()
+
+
+def exec_step(body, tail, filename, namespace, scope=None):
     """Run a step's statements, then evaluate its trailing expression (``tail``, or None): its value.
+
+    With a ``scope`` (`runtime_checks.scope`) the step is registered with the runtime checks while the
+    agent's code runs: this function's own frame is how the audit hook knows the code above it is the
+    agent's (`runtime_checks.hook`).
 
     Afterwards the thread's handled exception (``sys.exc_info()``) is what it was before. CPython 3.11
     leaves it set when a trace function raises in a ``with`` statement's exit handler: the time
@@ -102,8 +115,17 @@ def exec_step(body, tail, filename, namespace):
     before, trace = sys.exc_info()[1], sys.gettrace()  # put back with the real settrace: agent code may patch it
     error = None
     try:
-        exec(compile(body, filename, "exec"), namespace)
-        value = eval(compile(tail, filename, "eval"), namespace) if tail is not None else None
+        with AST_LOCK:
+            statements = compile(body, filename, "exec")
+            expression = compile(tail, filename, "eval") if tail is not None else None
+        if scope is not None:
+            _audit(_STEP, scope)
+        try:
+            exec(statements, namespace)
+            value = eval(expression, namespace) if expression is not None else None
+        finally:
+            if scope is not None:
+                _audit(_STEP_END, scope)
     except BaseException as exc:  # noqa: BLE001 - raised again below, outside any handler
         error = exc
     _settrace(trace)
@@ -117,6 +139,7 @@ def exec_step(body, tail, filename, namespace):
 
 
 _settrace = sys.settrace
+_audit, _STEP, _STEP_END = sys.audit, runtime_checks.STEP, runtime_checks.STEP_END
 _set_handled_exception = ctypes.pythonapi.PyErr_SetHandledException  # new in 3.11; takes a new reference
 _set_handled_exception.argtypes = [ctypes.c_void_p]
 _set_handled_exception.restype = None
@@ -192,14 +215,30 @@ class Runtime:
             os.chdir(request["cwd"])
         self.bind_tools(request.get("tools"), request.get("outputs"))
         self.namespace.update(request.get("variables") or {})
-        self._publish(self._run_code(request["code"], bool(request.get("setup"))))
+        scope = None if request.get("setup") else self._scope(request.get("checks"))
+        self._publish(self._run_code(request["code"], bool(request.get("setup")), scope))
 
-    def _run_code(self, code, setup):
+    def _scope(self, checks):
+        """The runtime checks of this step (`runtime_checks`), when the host's approval asks: each risky
+        action is asked about on the host (`APPROVE_TOOL`), labelled with this sub-agent."""
+        if not isinstance(checks, dict) or not checks.get("rules"):
+            return None
+        runtime_checks.install(exec_step.__code__)
+        return runtime_checks.scope(ask=self._ask_host, workspace=checks.get("workspace") or os.getcwd(),
+                                    rules=checks["rules"], approved=checks.get("approved") or ())
+
+    def _ask_host(self, action):
+        """None: go ahead; else the refusal the agent's code reads (raised as PermissionError)."""
+        answer = self.call(APPROVE_TOOL, [action], {})
+        return answer if isinstance(answer, str) and answer else None
+
+    def _run_code(self, code, setup, scope=None):
         if not setup:
             self.steps += 1
         filename = SETUP_FILENAME if setup else f"{STEP_PREFIX} {self.steps}>"
         try:
-            tree = ast.parse(code, filename=filename, mode="exec")
+            with AST_LOCK:
+                tree = ast.parse(code, filename=filename, mode="exec")
         except SyntaxError as exc:
             return {"status": "syntax_error", "message": exc.msg, "lineno": exc.lineno, "offset": exc.offset,
                     "text": exc.text}
@@ -210,7 +249,7 @@ class Runtime:
             # own process kills (os._exit) stay: it is the sub-agent's disposable process, watched by the host.
             with guards.guarded(kills=False) if guards is not None else nullcontext(), output_limit.limited():
                 try:
-                    value = exec_step(body, tail, filename, self.namespace)
+                    value = exec_step(body, tail, filename, self.namespace, scope)
                 except Submitted as submitted:
                     return {"status": "submit", "output": wire.as_data(submitted.output, "a SUBMIT value")}
         except KeyboardInterrupt:

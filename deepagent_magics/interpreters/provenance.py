@@ -13,12 +13,20 @@ catches a change made through another route (a function defined earlier, an alia
 
 Each change is a dict: ``name``, ``kind`` (created, rebound, deleted, changed), ``step`` (None
 when only the last look saw it), ``type``, and for the undo its private ``_value`` / ``_object``
-(`fingerprint.Ref`: a big object is not kept alive by the run) / ``_snapshot`` (not in the record).
+(`fingerprint.Ref`: a big object is not kept alive by the run) / ``_snapshot``, ``_tick`` (when, in
+the order of `tick`) and ``_left`` (the fingerprint of what the run left: the object it changed, or
+the value of a name it created) (none of them in the record).
+
+`UserCells` watches the user's own cells (IPython's ``post_run_cell``): the names each one
+assigns, read from its code, with the `tick` of the cell. Undo asks it whether the user set a
+name again after a run, even to the very same object (``mode = 'fast'`` is the interned string
+the run left there).
 """
 
 from __future__ import annotations
 
 import ast
+import itertools
 import logging
 import time
 from typing import Any
@@ -29,7 +37,9 @@ from ..core.run.run import Run
 log = logging.getLogger(__name__)
 _MISSING = object()
 DEFAULT_UNDO_LIMIT = 10_000_000  # bytes: the biggest object copied so that undo can restore it
+LEFT_LIMIT = 200_000_000  # bytes: the biggest value a run created that is fingerprinted at its end
 NAMESPACE_CALLS = {"globals", "vars", "locals"}
+tick = itertools.count(1).__next__  # one order for the runs' changes and the user's cells
 
 
 class Tracker:
@@ -106,7 +116,30 @@ class Tracker:
                 change["restored"] = True
                 if change["name"] in scratch:
                     change["scratch"] = True
+        try:
+            self._remember_what_it_left()
+        except Exception:
+            log.exception("provenance: at the end of the run")
         self.before, self.prints, self.snapshots, self._step_refs = {}, {}, {}, {}  # the run is over
+
+    def _remember_what_it_left(self) -> None:
+        """The fingerprint of what the run left: each object it changed, each value it created (undo
+        takes back only what is still so)."""
+        latest: dict[str, dict[str, Any]] = {}
+        for change in self.changes:
+            if change["kind"] == "changed":
+                change["_left"] = self.prints.get(change["name"])
+            elif change["kind"] == "created":
+                latest[change["name"]] = change
+        for name, change in latest.items():
+            value = self.namespace.get(name, _MISSING)
+            if change.get("restored") or value is _MISSING or not change["_value"].matches(value):
+                continue
+            if fp.kind(value) is not None:
+                if fp.size_of(value, LEFT_LIMIT) <= LEFT_LIMIT:
+                    change["_left"] = fp.fingerprint(value)
+                else:
+                    change["_too_big"] = True
 
     # ------------------------------------------------------------ helpers
     def _look(self, name: str, step: int | None) -> None:
@@ -122,7 +155,7 @@ class Tracker:
     def _add(self, name: str, kind: str, step: int | None, *, value: Any = _MISSING, obj: Any = _MISSING,
              snapshot: Any = _MISSING) -> None:
         target = value if value is not _MISSING else obj if obj is not _MISSING else None
-        change: dict[str, Any] = {"name": name, "kind": kind, "step": step, "time": time.time(),
+        change: dict[str, Any] = {"name": name, "kind": kind, "step": step, "time": time.time(), "_tick": tick(),
                                   "type": type(target).__name__ if target is not None else None}
         if value is not _MISSING:
             change["_value"] = fp.Ref(value, self.limit)
@@ -146,6 +179,72 @@ class Tracker:
             elif isinstance(node, ast.Attribute) and node.attr in ("user_ns", "__dict__"):
                 return set(self.before)
         return names & set(self.before)
+
+
+class UserCells:
+    """The names the user's own cells assign, each with the `tick` of the last cell that did."""
+
+    def __init__(self, shell: Any):
+        self.shell = shell
+        self.last: dict[str, int] = {}
+
+    def post_run_cell(self, result: Any) -> None:
+        """IPython's ``post_run_cell`` event (a ``%%deepagent`` cell assigns nothing: its run's changes are its own)."""
+        try:
+            raw = getattr(getattr(result, "info", None), "raw_cell", None)
+            if not raw:
+                return
+            names = assigned_names(ast.parse(self.shell.transform_cell(raw)))
+        except Exception:  # a cell that does not parse assigned nothing
+            return
+        now = tick()
+        for name in names:
+            self.last[name] = now
+
+    def since(self, name: str, after: int) -> bool:
+        """Whether a cell of the user's assigned ``name`` after ``after`` (a tick)."""
+        return self.last.get(name, 0) > after
+
+
+def assigned_names(tree: ast.AST) -> set[str]:
+    """The global names a module's code binds or deletes: assignments, ``del``, loops, ``with ... as``,
+    imports, definitions, ``:=``, ``except ... as``, ``match`` captures, and names a function declares
+    ``global`` (not the locals of functions, classes and comprehensions)."""
+    names: set[str] = set()
+
+    def visit(node: ast.AST, top: bool) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if top:
+                names.add(node.name)
+            for child in node.decorator_list:
+                visit(child, top)
+            for child in node.body:
+                visit(child, False)
+            return
+        if isinstance(node, ast.Lambda):
+            return
+        if isinstance(node, ast.Global):
+            names.update(node.names)
+        elif top and isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif top and isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names if alias.name != "*")
+        elif top and isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif top and isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            names.add(node.name)
+        elif top and isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            for inner in ast.walk(node):  # only := binds outside a comprehension
+                if top and isinstance(inner, ast.NamedExpr) and isinstance(inner.target, ast.Name):
+                    names.add(inner.target.id)
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child, top)
+
+    visit(tree, True)
+    return names
 
 
 def loop_targets(tree: ast.AST) -> set[str]:

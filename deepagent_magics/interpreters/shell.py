@@ -21,7 +21,8 @@ import ast
 import builtins
 import linecache
 import time
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from types import ModuleType
 from typing import Any, Callable
 
@@ -30,10 +31,12 @@ from dspy.utils.callback import with_callbacks
 
 from ..core.loop.agent import DEFAULT_TIMEOUT
 from ..core.loop.tool_binding import accept_positional, awaiting, binder, copy_metadata
+from ..core.policy import spend
 from ..core.run.run import Run
 from ..core.run.session import Session
 from .capture import capture_displays, capture_streams
 from .kernel_side import (
+    AST_LOCK,
     STEP_PREFIX,
     Submitted,
     echo,
@@ -44,8 +47,10 @@ from .kernel_side import (
 )
 from .guards import exit_error, guarded
 from .provenance import DEFAULT_UNDO_LIMIT, Tracker
+from .runtime_checks import host as runtime_checks
+from .runtime_checks import lm_calls
 from .steps import StepInterpreter
-from .time_limit import ExecutionTimeout, TimeLimit
+from .time_limit import ExecutionTimeout, TimeLimit, host_code
 
 _MISSING = object()
 _monotonic = time.monotonic  # agent code may replace time.monotonic; tool time is measured with this one
@@ -93,6 +98,7 @@ class ShellInterpreter(StepInterpreter):
         self._ended = False
         self.reverted: dict[str, Any] = {}
         self.callbacks: list[Any] = []  # DSPy callbacks of this interpreter only (with dspy.settings.callbacks)
+        self._lm_calls_held = False  # `lm_calls.held` acquired: the run has spend caps
 
     # ------------------------------------------------------------- lifecycle
     @with_callbacks
@@ -102,11 +108,18 @@ class ShellInterpreter(StepInterpreter):
         if self._before is None:
             self._before = dict(self.namespace)  # references only: no copies of the data
             self._tracker = Tracker(self.run, self.namespace, self._before, self.undo_limit)
+        budget = spend.budget_of(self.run)
+        if budget is not None and budget.capped and not self._lm_calls_held:
+            lm_calls.held.acquire()  # the agent's own lm() calls, from any of its threads, meet the caps
+            self._lm_calls_held = True
 
     @with_callbacks
     def shutdown(self) -> None:
         """Unbind what the run injected and restore every name the user had bound."""
         self._ended = True
+        if self._lm_calls_held:
+            self._lm_calls_held = False
+            lm_calls.held.release()
         if self._before is None:
             return
         before, self._before = self._before, None
@@ -160,19 +173,21 @@ class ShellInterpreter(StepInterpreter):
         values_before = dict(self.namespace) if is_facade else None
 
         filename = "<deepagent setup>" if is_facade else f"{STEP_PREFIX} {self._executions}>"
-        tree = ast.parse(code, filename=filename, mode="exec")
+        with AST_LOCK:  # one thread at a time (kernel_side.AST_LOCK says why)
+            tree = ast.parse(code, filename=filename, mode="exec")
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         body, tail = split_trailing_expression(tree)
         tracker = None if is_facade else self._tracker
         step = self.run.open_step.index if self.run is not None and self.run.open_step is not None else self._executions
         if tracker is not None:
             tracker.before_step(tree)
+        scope = None if is_facade else runtime_checks.step_scope(self.run, code, self._away, HOST_CODES)
 
         limit, stream = self._time_limit(), None
         try:
             with capture_streams() as stream, capture_displays(self.shell, stream), guarded(), limit:
                 try:
-                    value = exec_step(body, tail, filename, self.namespace)
+                    value = exec_step(body, tail, filename, self.namespace, scope)
                 except Submitted as submitted:
                     return FinalOutput(submitted.output)
         except ExecutionTimeout:
@@ -246,12 +261,19 @@ class ShellInterpreter(StepInterpreter):
         tool = self._tools.get(tool_name)
         if tool is None:
             raise CodeInterpreterError(f"Unknown tool: {tool_name}")
+        with self._away():
+            return tool(*args, **kwargs)
+
+    @contextmanager
+    def _away(self) -> Iterator[None]:
+        """Time the block spends away from its own code (in a tool, or waiting for the user's answer to a
+        runtime check): not counted against its time limit."""
         started = _monotonic()
         self._in_tool += 1  # nothing between this and the `try` where a timeout could land
         try:
-            return tool(*args, **kwargs)
+            yield
         finally:
-            self._tool_seconds += _monotonic() - started  # before leaving the tool: no false expiry
+            self._tool_seconds += _monotonic() - started  # before leaving: no false expiry
             self._in_tool -= 1
 
     # ------------------------------------------------------------- time limit
@@ -260,6 +282,11 @@ class ShellInterpreter(StepInterpreter):
             return _NoLimit()
         self._tool_seconds = 0.0
         return TimeLimit(self.timeout, lambda: self._in_tool, lambda: self._tool_seconds)
+
+
+# Host frames for the runtime checks: code above them is the host's (a tool the agent called; the time
+# limit tracing the agent's frames), unless agent code is nearer.
+HOST_CODES = (ShellInterpreter.invoke_tool.__wrapped__.__code__,) + host_code()
 
 
 class _NoLimit(nullcontext):

@@ -40,6 +40,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from ..errors import DeepAgentSignal
 from .async_raise import raise_in, take_back
 from .guards import ORIGINAL
 from .kernel_side import STEP_PREFIX
@@ -55,7 +56,7 @@ _settrace, _gettrace = sys.settrace, sys.gettrace
 _local = threading.local()  # .stack: the limited blocks running in this thread, innermost last
 
 
-class ExecutionTimeout(BaseException):
+class ExecutionTimeout(DeepAgentSignal):
     """Raised inside agent code that ran past its time limit (a BaseException, so `except Exception` can't eat it).
 
     Creating one in a thread whose block has expired arms the trace function there (an
@@ -333,3 +334,9 @@ def interruptible_sleep(seconds: float) -> None:
 
 
 timer_patches = make_timer_patches(interruptible_sleep)
+
+
+def host_code() -> tuple:
+    """The code objects of this module that act in the agent's thread while its code runs (arming the
+    tracer sets a trace function): the runtime checks count them as the host's, not the agent's."""
+    return (_Block.arm.__code__,)

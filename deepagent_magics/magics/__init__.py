@@ -43,6 +43,9 @@ def register(ipython: Any) -> None:
 def unregister(ipython: Any) -> None:
     for magics in [m for m in ipython.configurables if isinstance(m, DeepAgentMagics)]:
         ipython.configurables.remove(magics)
+    control = ipython.magics_manager.registry.get("ControlMagics")
+    if control is not None:
+        control.stop_watching()
 
 
 __all__ = ["AgentFailed", "interpolate", "InspectMagics", "PromptMagics", "DeepAgentMagics", "TuningMagics", "MemoryMagics", "CheckpointMagics",

@@ -10,21 +10,22 @@ from __future__ import annotations
 
 import builtins
 import keyword
-import math
 import os
 import re
 import shlex
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from IPython.core.error import UsageError
 
+from ..core.model.lm_options import LMOptionError, parse_lm_options
 from ..core.run.secrets import scrub
+from ..errors import UserError
 from .render import bounded_str
 
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 MAX_INTERPOLATED_CHARS = 10_000
-MAX_SECONDS = 7 * 24 * 3600.0  # a week: longer is a mistake, and timers overflow far beyond it
 MESSAGE_CHARS = 300
 RESERVED_OUT = {"_deepagent_run", "_deepagent_eval", "_deepagent_optimize", "_deepagent_bench"}
 
@@ -97,40 +98,26 @@ def expansion_line(namespace: dict[str, Any], expanded: list[str], kept: list[st
     return "deepagent: " + "; ".join(parts)
 
 
-def check_positive(name: str, value: Any) -> Any:
-    if value is not None and not value > 0:  # `not > 0` also refuses NaN
-        raise UsageError(f"{name} must be positive, got {value}")
-    return value
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """The magic boundary: a `UserError` (``errors.py``) raised inside becomes IPython's exact UsageError,
+    its first line, scrubbed (IPython prints one line only for that exact type)."""
+    try:
+        yield
+    except UserError as exc:
+        raise UsageError(one_line(exc) or type(exc).__name__) from None
 
 
-def check_seconds(name: str, value: Any) -> Any:
-    """A time limit: a finite number of seconds, more than 0 and at most a week."""
-    if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value <= MAX_SECONDS):
-        raise UsageError(f"{name} must be a number of seconds above 0 and at most {MAX_SECONDS:g}, got {value}")
-    return value
-
-
-def check_subagent_settings(settings: dict[str, Any]) -> None:
-    for name in ("max_subagents", "subagent_max_iters", "max_parallel"):
-        check_positive(f"--{name.replace('_', '-')}", settings.get(name))
-    check_seconds("--subagent-timeout", settings.get("subagent_timeout"))
-    if settings.get("max_depth") is not None and settings["max_depth"] < 0:
-        raise UsageError(f"--max-depth must be 0 or more, got {settings['max_depth']}")
-    if settings.get("pool_size") is not None:
-        from ..interpreters.pool.pool import check_size
-
-        try:
-            check_size(settings["pool_size"])
-        except ValueError as exc:
-            raise UsageError(f"--pool-size: {exc}") from None
-    if settings.get("kernel_name"):
+def check_kernel_name(name: str | None) -> None:
+    """A kernel spec for sub-agents that is installed here (a UsageError naming those that are)."""
+    if name:
         from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
         try:
-            KernelSpecManager().get_kernel_spec(settings["kernel_name"])
+            KernelSpecManager().get_kernel_spec(name)
         except NoSuchKernel:
             names = ", ".join(sorted(KernelSpecManager().find_kernel_specs()))
-            raise UsageError(f"no kernel spec named {settings['kernel_name']!r}; installed: {names}") from None
+            raise UsageError(f"no kernel spec named {name!r}; installed: {names}") from None
 
 
 def check_out(name: str | None, flag: str = "--out") -> str | None:
@@ -172,6 +159,8 @@ def make_workspace(value: str, flag: str = "--workspace") -> None:
         Path(value).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"{flag} {value}: cannot create the folder ({exc.strerror or exc})") from None
+
+
 def check_mcp_servers(specs: list[str]) -> list[str]:
     """``--mcp`` values: each server connected now, so one that cannot start is a UsageError here."""
     from ..tools.mcp_servers import MCPError, connect
@@ -191,3 +180,22 @@ def _unquote(text: str) -> str:
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
         return text[1:-1]
     return text
+
+
+def lm_option_values(values: list[str], current: dict[str, Any]) -> dict[str, Any]:
+    """``%deepagent_config --lm-option KEY=VALUE`` (repeatable) over the options set before (a later value for a
+    key wins); ``--lm-option off`` clears them; a malformed one is one `UsageError` line and changes nothing."""
+    if [value.strip() for value in values] == ["off"]:
+        return {}
+    try:
+        return {**current, **parse_lm_options(values)}
+    except LMOptionError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def shown_lm_options(options: dict[str, Any]) -> str:
+    """``timeout=600, max_tokens=4000`` as the settings list prints them; a key or token never printed."""
+    if not options:
+        return "(none)"
+    return ", ".join(f"{key}={'(set)' if 'key' in key.lower() or 'token' in key.lower() else repr(value)}"
+                     for key, value in options.items())

@@ -3,7 +3,9 @@
 The checkpoint (records/checkpoint.py) holds the variables this kernel's agent runs
 created, the code that made the ones that cannot be serialised, the conversation
 threads and the todo lists. After a restart, ``%deepagent_resume`` restores them and
-``--continue`` continues the checkpoint's last conversation.
+``--continue`` continues the checkpoint's last conversation. Only a checkpoint this host
+signed is read; recorded code runs again only after the user, shown it, says yes
+(`ask_to_replay`: on stdin, as approval asks; with no stdin, it is not run).
 
 What a checkpoint holds and how it is written and read is records/checkpoint.py.
 """
@@ -17,12 +19,44 @@ from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
+from ..core.policy.approval import stdin_asker
 from ..core.run import conversations as threads
+from ..core.run.secrets import scrub
 from ..records.checkpoint import CheckpointError, restore, save
 from .arguments import parse_flags
 from .configured import AgentMagicsBase
 
 DEFAULT_NAME = "default"
+SHOWN_LINES = 60  # of the code to replay, before asking
+
+
+def ask_to_replay(names: list[str], code: str) -> tuple[bool, str]:
+    """Show the code that would run again and ask on stdin; (yes or no, why not)."""
+    ask = stdin_asker()
+    if ask is None or getattr(getattr(ask, "__self__", None), "_allow_stdin", True) is False:
+        return False, "there is no stdin to ask you (run %deepagent_resume in a notebook or a terminal)"
+    lines = scrub(code).splitlines()
+    if len(lines) > SHOWN_LINES:
+        lines = lines[:SHOWN_LINES] + [f"# ... {len(lines) - SHOWN_LINES} more lines"]
+    print(f"{', '.join(names)} could not be saved as values. Rebuilding them runs this recorded code again "
+          "in a scratch copy of your variables (files it writes are written again):\n" + "\n".join(lines))
+    try:
+        answer = ask(f"Run it to rebuild {', '.join(names)}? [y/N] ")
+    except (EOFError, OSError, RuntimeError):  # StdinNotImplementedError is a RuntimeError
+        return False, "there is no stdin to ask you"
+    if str(answer).strip().lower() in ("y", "yes"):
+        return True, ""
+    return False, "you said no"
+
+
+def _thread(data: Any) -> "threads.Thread | None":
+    """A thread from a manifest entry, or None when the entry is not one."""
+    if not isinstance(data, dict) or not isinstance(data.get("id"), str) or not isinstance(data.get("turns"), list):
+        return None
+    try:
+        return threads.Thread(data["id"], [threads.Turn(**turn) for turn in data["turns"]])
+    except TypeError:  # a turn that is not a mapping of Turn's fields
+        return None
 
 
 def _size(count: float) -> str:
@@ -101,21 +135,23 @@ class CheckpointMagics(AgentMagicsBase):
         core = self._core()
         root = args.workspace or core.workspace
         try:
-            report, manifest = restore(root, args.name, self.shell.user_ns)
+            report, manifest = restore(root, args.name, self.shell.user_ns, approve=ask_to_replay)
         except CheckpointError as exc:
             raise UsageError(str(exc)) from None
         thread_ids = []
-        for data in manifest.get("threads") or []:
-            try:
-                thread = threads.Thread(str(data["id"]), [threads.Turn(**turn) for turn in data.get("turns") or []])
-            except (KeyError, TypeError):
-                continue
-            threads.remember(thread)
-            thread_ids.append(thread.id)
-        todos = manifest.get("todos") or {}
-        core.resumed = {"names": [entry.get("name") for entry in manifest["variables"] if entry.get("name")],
-                        "replay": list(manifest.get("replay") or []), "threads": thread_ids,
-                        "todos": dict(todos.get("runs") or {}), "thread": todos.get("last_thread")}
+        for data in manifest.get("threads") if isinstance(manifest.get("threads"), list) else []:
+            thread = _thread(data)
+            if thread is not None:
+                threads.remember(thread)
+                thread_ids.append(thread.id)
+        todos = manifest.get("todos") if isinstance(manifest.get("todos"), dict) else {}
+        runs = todos.get("runs") if isinstance(todos.get("runs"), dict) else {}
+        last = todos.get("last_thread") if isinstance(todos.get("last_thread"), str) else None
+        core.resumed = {"names": [entry["name"] for entry in manifest["variables"]
+                                  if isinstance(entry, dict) and isinstance(entry.get("name"), str)],
+                        "replay": [run for run in manifest.get("replay") or [] if isinstance(run, dict)]
+                        if isinstance(manifest.get("replay"), list) else [],
+                        "threads": thread_ids, "todos": runs, "thread": last}
         print(f"Resumed {args.name!r}: {len(report.restored)} variable(s) restored"
               f"{' (' + ', '.join(report.restored) + ')' if report.restored else ''}, {len(thread_ids)} thread(s); "
               f"%%deepagent --continue picks up the last conversation")

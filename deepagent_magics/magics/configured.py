@@ -12,6 +12,7 @@ from IPython.core.magic import Magics
 from ..core.loop.agent import DeepAgent
 from ..core.model.lm import NoLMError, resolve_lm
 from ..core.loop.profiles import available_profiles
+from ..errors import UserError
 
 
 class _PreviewLM(dspy.BaseLM):
@@ -47,7 +48,7 @@ class AgentMagicsBase(Magics):
         if not need_lm:
             try:
                 resolve_lm(lm, core.lm, namespace=self.shell.user_ns)
-            except (NoLMError, ValueError, TypeError):
+            except UserError:  # no LM, or not one: the preview needs none
                 args.lm = _PreviewLM()
         return core.build_agent(args)
 

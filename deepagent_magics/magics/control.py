@@ -7,7 +7,6 @@ and ``%deepagent_undo`` (over ``run.changes``: ``interpreters/provenance.py``, `
 
 from __future__ import annotations
 
-import math
 import textwrap
 from typing import Any
 
@@ -18,11 +17,10 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from ..core.policy import undo
 from ..core.policy.approval import POLICIES, check_policy
 from ..core.policy.risk import UnknownRule, parse_rules
+from ..interpreters.provenance import UserCells
 from .arguments import one_line, parse_flags
 from .configured import AgentMagicsBase
 
-
-MAX_UNDO_MB = 100_000.0
 
 
 def resolve_policy(value: Any, namespace: dict[str, Any]) -> Any:
@@ -43,15 +41,13 @@ def resolve_policy(value: Any, namespace: dict[str, Any]) -> Any:
 
 
 def check_approval(updates: dict[str, Any], namespace: dict[str, Any]) -> None:
-    """Check ``--approve`` and ``--approve-rules`` before any setting sticks (a UsageError if bad)."""
+    """Check ``--approve`` and ``--approve-rules`` before any setting sticks (a UsageError if bad; ``--undo-limit``'s
+    bounds: ``settings.py``)."""
     if "approve" in updates:
         check_policy(resolve_policy(updates["approve"], namespace))
         updates["approve"] = str(updates["approve"]).strip()
     if "approve_rules" in updates:
         check_rules(updates["approve_rules"])
-    limit = updates.get("undo_limit")
-    if limit is not None and not (math.isfinite(limit) and 0 <= limit <= MAX_UNDO_MB):
-        raise UsageError(f"--undo-limit must be a number of megabytes from 0 to {MAX_UNDO_MB:g}, got {limit}")
 
 
 def check_rules(value: str | None) -> None:
@@ -129,6 +125,18 @@ def _listed(names: list[str], most: int = 8) -> str:
 class ControlMagics(AgentMagicsBase):
     """``%deepagent_why NAME`` and ``%deepagent_undo [RUN]`` over the runs of this kernel session."""
 
+    def __init__(self, shell: Any = None, **kwargs: Any):
+        super().__init__(shell=shell, **kwargs)
+        self.user_cells = UserCells(shell)  # what the user's own cells assign: undo keeps it
+        if shell is not None:
+            shell.events.register("post_run_cell", self.user_cells.post_run_cell)
+
+    def stop_watching(self) -> None:
+        try:
+            self.shell.events.unregister("post_run_cell", self.user_cells.post_run_cell)
+        except ValueError:
+            pass
+
     @magic_arguments()
     @argument("name", help="a notebook variable")
     @line_magic
@@ -152,6 +160,8 @@ class ControlMagics(AgentMagicsBase):
                   else "  (it shadowed a builtin, so it was taken away when the run ended)")
         if getattr(run, "undone_at", None) is not None:
             print("  (that run has been undone since)")
+        if self.user_cells.since(name, change.get("_tick", 0)):
+            print("  (you have set it since, in a cell of your own)")
         if change["step"] is not None and 0 < change["step"] <= len(run.steps):
             step = run.steps[change["step"] - 1]
             if step.reasoning:
@@ -176,10 +186,8 @@ class ControlMagics(AgentMagicsBase):
                                  + (" (the id is ambiguous)" if matches else "; %deepagent_runs lists the runs"))
             run = matches[0]
         try:
-            report = undo.undo(run, self.shell.user_ns)
+            report = undo.undo(run, self.shell.user_ns, later=runs[runs.index(run) + 1:], user_cells=self.user_cells)
         except undo.AlreadyUndone as exc:
             raise UsageError(str(exc)) from None
-        lines = report.lines()
-        print(f"deepagent: undid run {run.id}" + (":" if lines else ": it changed nothing in the namespace"))
-        for text in lines:
-            print(text)
+        parts = report.parts()
+        print(f"deepagent: undid run {run.id}: " + ("; ".join(parts) if parts else "it changed nothing in the namespace"))

@@ -10,7 +10,6 @@ were made.
 
 from __future__ import annotations
 
-from argparse import ArgumentTypeError
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -23,20 +22,6 @@ from ..records.conversations import latest_thread
 CELL_CHARS = 800
 CELLS_BUDGET = 2500
 LAST = "last"
-
-
-def compact_at(value: str) -> float:
-    """``--compact-at``: ``off`` (0), a fraction of the context window (0 < x <= 1), or tokens (> 1)."""
-    text = str(value).strip().lower()
-    if text in ("off", "none", "0"):
-        return 0.0
-    try:
-        number = float(text.replace("_", "").replace(",", ""))
-    except ValueError:
-        raise ArgumentTypeError(f"{value!r} is not tokens, a fraction of the context window, or off") from None
-    if not number > 0 or number != number or number == float("inf"):
-        raise ArgumentTypeError(f"{value!r} must be more than 0 (or off)")
-    return number
 
 
 def choose_thread(magics: Any, args: Any, workspace: str) -> Any:

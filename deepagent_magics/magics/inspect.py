@@ -19,6 +19,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..core.run.secrets import scrub
 from ..display import show_record
+from ..core.run.model_text import plain
 from ..records.export import write_notebook
 from ..records.listing import NoSuchStep, runs_table
 from ..records.listing import format_step as _format_step
@@ -90,7 +91,7 @@ class InspectMagics(Magics):
         if not records:
             print(f"no recorded runs in {', '.join(str(runs_dir(d)) for d in directories)}")
             return
-        print(scrub(runs_table(records)))
+        print(plain(scrub(runs_table(records))))
 
     @magic_arguments()
     @argument("run", nargs="?", help="run id (or a unique start or end of one); default: the last run")
@@ -103,7 +104,7 @@ class InspectMagics(Magics):
         args = parse_flags(self.deepagent_trace, line)
         record = self.record(args.run, args.workspace)
         if args.step is not None:
-            print(scrub(format_step(record, args.step)))
+            print(plain(scrub(format_step(record, args.step))))
             return None
         mode = args.display or (self._agent_magics.display_mode if self._agent_magics else "auto")
         show_record(record, shell=self.shell, mode=mode)

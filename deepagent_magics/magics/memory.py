@@ -1,7 +1,8 @@
 """``%deepagent_memory``: list, search, add and forget the agent's memories (tools/memory.py).
 
 The store is the configured workspace's (or the user-wide one when ``DEEPAGENT_MEMORY=user``).
-A locked or damaged store is one `UsageError` line saying what to do.
+A locked or damaged store is one `UsageError` line saying what to do. What the user adds here is
+stored as the user's (``by: user``); the list shows who wrote each memory.
 
 The agent's tools over the same memories are tools/memory.py.
 """
@@ -14,19 +15,23 @@ from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
+from ..core.run.model_text import plain
 from ..tools.memory import MemoryStoreError, store_for
 from .arguments import parse_flags
 from .configured import AgentMagicsBase
 
 LIST_LIMIT = 20
 TEXT_WIDTH = 100
+TAGS_WIDTH = 40
 
 
 def memories_table(memories: list[dict[str, Any]]) -> str:
-    rows = [("id", "when", "run", "tags", "text")]
+    rows = [("id", "when", "by", "run", "tags", "text")]
     for memory in memories:
         text = " ".join(memory["text"].split())
-        rows.append((f"#{memory['id']}", memory["when"], str(memory["run"] or "-"), ",".join(memory["tags"]) or "-",
+        tags = ",".join(memory["tags"]) or "-"
+        rows.append((f"#{memory['id']}", memory["when"], memory.get("author") or "unknown", str(memory["run"] or "-"),
+                     tags if len(tags) <= TAGS_WIDTH else tags[: TAGS_WIDTH - 1] + "…",
                      text if len(text) <= TEXT_WIDTH else text[: TEXT_WIDTH - 1] + "…"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1] for row in rows)
@@ -66,7 +71,7 @@ class MemoryMagics(AgentMagicsBase):
                 return
             if args.add is not None:
                 text = _unquote(args.add.strip())
-                memory_id = store.add(text, _unquote(args.tags) if args.tags else None)
+                memory_id = store.add(text, _unquote(args.tags) if args.tags else None, author="user")
                 print(f"Remembered (memory #{memory_id}) in {store.path}.")
                 return
             query = " ".join(args.query)
@@ -76,4 +81,4 @@ class MemoryMagics(AgentMagicsBase):
         if not found:
             print(f"No memories match {query!r}." if query else f"No memories yet in {store.path}.")
             return
-        print(memories_table(found))
+        print(plain(memories_table(found)))  # a model wrote most of it: no escape sequence reaches the terminal

@@ -20,7 +20,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..core.loop import extensions, pipeline
+from ..core.loop import pipeline
 from ..core.run.secrets import scrub
 from ..core.loop.profiles import load_profile, packaged_text
 from . import agents
@@ -99,7 +99,7 @@ class PromptMagics(AgentMagicsBase):
         tools = [tool.__name__ for tool in agent.builtin_tools() + agent.extra_tools] + list(RLM_TOOLS)
         lines = [f"Profile {profile!r}: {self._source(profile)}; prompt hash {agent.prompt_hash}",
                  "Tools: " + ", ".join(tools)]
-        extra = extensions.extra_instructions(agent, agent.workspace)
+        extra = agent.extensions.extra_instructions(agent, agent.workspace)
         if extra:  # the sub-agent types and skills, found again at each run (agents.py, core/workspace/skills.py)
             parts.append(("Added at each run: the workspace, the sub-agent types and the skills", extra))
         for title, text in parts:

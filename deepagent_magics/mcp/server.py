@@ -6,6 +6,10 @@ written as for any run, so ``list_runs`` and ``get_run`` read them back. A works
 the root, an unknown run or a bad argument is a tool error with a clear message for the
 calling agent; the server goes on serving.
 
+The server's settings bound what a client may ask for: ``lm`` only among ``--allow-lm`` models
+(a model is paid with the server's keys; none by default), ``max_iters`` at most ``--max-iters``.
+Over HTTP every request needs the server's token (`over_http`).
+
     python -m deepagent_magics.mcp --root ~/work --lm openai/gpt-4o-mini
     python -m deepagent_magics.mcp --transport streamable-http --port 8765
 """
@@ -31,6 +35,8 @@ INSTRUCTIONS = ("A deep agent that plans with todos, works in a workspace of fil
                 "delegate to sub-agents. run_task hands it a task and returns its result; list_runs and "
                 "get_run read what past runs did (steps, files, usage).")
 ENDED = ("finished", "failed", "interrupted")
+MAX_ITERS = 50  # the most steps a client may ask for, unless the server says otherwise (--max-iters)
+DEFAULT_ITERS = 20
 
 
 def load_factory(spec: str) -> Callable[[], Any]:
@@ -64,9 +70,13 @@ def summary(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_server(root: str | os.PathLike = ".", lm: Any = None, lm_factory: Callable[[], Any] | None = None,
-                 **agent_settings: Any) -> MCPServer:
+                 allowed_lms: tuple[str, ...] = (), max_iters: int = MAX_ITERS, **agent_settings: Any) -> MCPServer:
+    """The server; a client's ``lm`` must be one of ``allowed_lms``, its ``max_iters`` at most ``max_iters``."""
     workspaces = Workspaces(root)
     app = MCPServer("deepagent", instructions=INSTRUCTIONS)
+    most = max_iters
+    allowed = tuple(dict.fromkeys(allowed_lms))
+    models = (f"one of {', '.join(allowed)}" if allowed else "none: this server allows no other model, leave it out")
 
     def run_sync(task: str, workspace: Path, max_iters: int, model: str | None) -> dict[str, Any]:
         chosen = model or (lm_factory() if lm_factory is not None else lm)
@@ -82,22 +92,28 @@ def build_server(root: str | os.PathLike = ".", lm: Any = None, lm_factory: Call
                 else repr(run.result), "error": run.error, "steps": len(run.steps),
                 "files": list(run.files_written), "workspace": str(workspace), "record": str(record)}
 
-    @app.tool()
-    async def run_task(task: str, workspace: str = ".", max_iters: int = 20, lm: str | None = None) -> dict[str, Any]:
-        """Hand a task to a deep agent and wait for its result.
-
-        Args:
-            task: what to do, in plain words.
-            workspace: folder (under the server's root) the agent reads and writes files in.
-            max_iters: the most code steps the agent may take.
-            lm: a model id to use instead of the server's (e.g. openai/gpt-4o-mini).
-        """
+    async def run_task(task: str, workspace: str = ".", max_iters: int = min(DEFAULT_ITERS, most),
+                       lm: str | None = None) -> dict[str, Any]:
         if not task.strip():
             raise ToolError("task is empty: say what the agent should do")
         if max_iters < 1:
             raise ToolError(f"max_iters must be positive, got {max_iters}")
+        if max_iters > most:
+            raise ToolError(f"max_iters {max_iters} is over this server's limit: at most {most}")
+        if lm is not None and lm not in allowed:
+            raise ToolError(f"lm {lm!r} is not allowed on this server; allowed: {models}")
         folder = workspaces(workspace)
         return await anyio.to_thread.run_sync(run_sync, task, folder, max_iters, lm)
+
+    run_task.__doc__ = f"""Hand a task to a deep agent and wait for its result.
+
+        Args:
+            task: what to do, in plain words.
+            workspace: folder (under the server's root) the agent reads and writes files in.
+            max_iters: the most code steps the agent may take (at most {most}).
+            lm: a model id to use instead of the server's: {models}.
+        """
+    app.tool()(run_task)
 
     @app.tool()
     def list_runs(workspace: str = ".", status: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
@@ -121,19 +137,32 @@ def build_server(root: str | os.PathLike = ".", lm: Any = None, lm_factory: Call
     return app
 
 
-def main(argv: list[str] | None = None) -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m deepagent_magics.mcp", description=__doc__.split("\n")[0])
     parser.add_argument("--root", default=".", help="the folder workspaces must be under (default: here)")
     parser.add_argument("--lm", help="model id for the agent (default: DEEPAGENT_LM)")
     parser.add_argument("--lm-factory", help="module:function returning the LM (a custom or scripted one)")
+    parser.add_argument("--allow-lm", dest="allowed_lms", action="append", default=[], metavar="MODEL",
+                        help="a model id a client may ask for in run_task's lm (repeatable; default: none)")
+    parser.add_argument("--max-iters", type=int, default=MAX_ITERS, help="the most steps a client may ask for")
     parser.add_argument("--max-depth", type=int, default=2, help="how deep sub-agents may nest")
     parser.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
-    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on over HTTP (default: loopback only)")
     parser.add_argument("--port", type=int, default=8765)
     args = parser.parse_args(argv)
+    if args.max_iters < 1:
+        parser.error(f"--max-iters must be positive, got {args.max_iters}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     factory = load_factory(args.lm_factory) if args.lm_factory else None
-    app = build_server(args.root, lm=args.lm, lm_factory=factory, max_depth=args.max_depth)
+    app = build_server(args.root, lm=args.lm, lm_factory=factory, allowed_lms=tuple(args.allowed_lms),
+                       max_iters=args.max_iters, max_depth=args.max_depth)
     if args.transport == "stdio":
         app.run("stdio")
     else:
-        app.run("streamable-http", host=args.host, port=args.port)
+        from .over_http import serve
+
+        serve(app, args.host, args.port)

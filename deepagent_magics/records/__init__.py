@@ -1,8 +1,10 @@
 """Run records: what a run did, on disk, scrubbed of secrets, readable after the kernel is gone.
 
-- `recorder`: a `RunRecorder` keeps ``<workspace>/.deepagent/runs/<id>.json`` up to date while a run works
-- `redaction`: secrets out of everything written
+- `recorder`: a `RunRecorder` keeps ``<workspace>/.deepagent/runs/<id>.json`` up to date while a run works,
+  signed with the host key (`host_key`), so only what the host wrote is loaded back as trusted
+- secrets are kept out of everything written (``core.run.secrets``)
 - `store`: finding and reading records; `replay`: a record back as a `Run`
+- `checkpoint`: the workshop saved and restored (`checkpoint_replay`, `checkpoint_secrets`)
 - `export`: a record as a re-runnable notebook
 - `events`: the append-only event log ``<id>.events.jsonl`` a live client follows
 """

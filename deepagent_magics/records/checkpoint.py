@@ -3,43 +3,62 @@
 ``<workspace>/.deepagent/checkpoints/<name>/`` holds ``manifest.json`` and one file per
 saved variable. A variable is serialised with cloudpickle where it can be (a DataFrame as
 Parquet when pyarrow is installed); a name that cannot be serialised is kept as the
-recorded code of the runs that made it, replayed in order on restore. The manifest also
-keeps the conversation threads and the runs' todo lists.
+recorded code of the runs that made it, replayed on restore only if the user approves it
+(`checkpoint_replay`). The manifest also keeps the conversation threads and the runs' todo lists.
+
+A checkpoint is host state: nothing in it is loaded unless the host wrote it. The manifest
+is signed with the host key (`host_key`, kept outside the workspace) and names the SHA-256
+of each variable's file; `restore` checks the signature before reading anything and each
+file's digest before unpickling it, so a checkpoint a sub-agent planted, or one of whose
+files it replaced, is refused in one line. Every manifest entry is checked (an entry that
+is not an object, a name that is not an identifier or would hide a builtin such as ``len``,
+a file that is not the entry's own) and reported in one line when it does not fit.
 
 A checkpoint is written into a temporary folder and renamed into place when complete, so
 a crash leaves no half checkpoint under the name, and saving over a name loses the old
 one only once the new one is whole. Nothing secret is written: names that look secret
-and values holding a secret are skipped (and said so), and the manifest is scrubbed.
-Every problem on restore is one line per name; nothing already in the namespace is
-overwritten.
+and values holding a secret (also inside arrays and DataFrames: `checkpoint_secrets`) are
+skipped (and said so), and the manifest is scrubbed. Every problem on restore is one line
+per name; nothing already in the namespace is overwritten.
 
 The magics over it are magics/checkpoint.py.
 """
 
 from __future__ import annotations
 
+import builtins
+import hashlib
 import io
 import json
+import keyword
 import os
 import re
 import shutil
+import stat
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import DeepAgentError, UserError
 from ..core.run.secrets import Redactor, is_secret_name, secret_values
+from .checkpoint_replay import Approve, recorded_code, replay as _replay, shown
+from .checkpoint_secrets import holds_secret, scrub_assignments
+from .host_key import HostKeyError, file_digest, signed_json, verified
 
-FORMAT = 1
+FORMAT = 2  # 2: signed with the host key, each file's digest in the manifest
 DIR = Path(".deepagent") / "checkpoints"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-# name = "value" where the name looks secret (api_key="...", OPENAI_TOKEN: '...'): the value is scrubbed
-SECRET_ASSIGNMENT = re.compile(r"""(?i)(\b\w*(?:key|token|secret|password|passwd|credential)\w*["']?\s*[=:]\s*)(["'])[^"'\n]*\2""")
-SUBMIT_STUB = "def SUBMIT(*args, **kwargs):\n    raise _ReplayDone()\n"
+PURPOSE = "deepagent checkpoint manifest"
+MAX_MANIFEST = 64 * 2**20
+HOWS = {"pickle": ".pkl", "parquet": ".parquet", "replay": None}
+DIGEST = re.compile(r"^[0-9a-f]{64}$")
+__all__ = ["CheckpointError", "Report", "checkpoint_dir", "list_checkpoints", "load_manifest", "restore", "save",
+           "scrub_assignments"]
 
 
-class CheckpointError(ValueError):
+class CheckpointError(UserError, ValueError):
     """A checkpoint cannot be saved or read; the message is one line saying what to do."""
 
 
@@ -87,7 +106,10 @@ def save(root: str | os.PathLike, name: str, namespace: dict[str, Any], names: l
         replay = [{**run, "code": [scrub_assignments(str(code)) for code in run.get("code") or []]} for run in replay]
         manifest = {"format": FORMAT, "name": name, "created": time.time(), "variables": variables,
                     "replay": replay, "threads": threads, "todos": todos, "complete": True}
-        (staging / "manifest.json").write_text(json.dumps(redact(manifest), default=str, indent=1), encoding="utf-8")
+        try:
+            (staging / "manifest.json").write_bytes(signed_json(redact(manifest), PURPOSE))
+        except HostKeyError as exc:
+            raise CheckpointError(f"cannot sign the checkpoint: {exc}") from None
         report.bytes = sum(p.stat().st_size for p in staging.iterdir())
         _swap_in(staging, target)
     except BaseException:
@@ -97,26 +119,20 @@ def save(root: str | os.PathLike, name: str, namespace: dict[str, Any], names: l
     return report
 
 
-def scrub_assignments(code: str) -> str:
-    """``api_key = "..."`` becomes ``api_key = "[REDACTED]"``."""
-    return SECRET_ASSIGNMENT.sub(r"\1\2[REDACTED]\2", code)
-
-
 def _save_variable(staging: Path, name: str, value: Any, redact: Redactor, report: Report) -> dict | None:
     kind = f"{type(value).__module__}.{type(value).__qualname__}"
     if is_secret_name(name):
         report.skipped[name] = "its name looks secret"
         return None
-    if isinstance(value, (str, bytes)) and redact.text(value if isinstance(value, str) else value.decode("latin-1")) != (
-            value if isinstance(value, str) else value.decode("latin-1")):
-        report.skipped[name] = "it holds a secret"
-        return None
     if kind == "pandas.core.frame.DataFrame" and _has_pyarrow():
+        if holds_secret(value, redact):
+            report.skipped[name] = "it holds a secret"
+            return None
         try:
             path = staging / f"{name}.parquet"
             value.to_parquet(path)
             report.saved[name] = "parquet"
-            return {"name": name, "how": "parquet", "file": path.name, "type": kind}
+            return {"name": name, "how": "parquet", "file": path.name, "sha256": file_digest(path), "type": kind}
         except Exception:
             pass  # odd column types: pickle it instead
     try:
@@ -126,13 +142,13 @@ def _save_variable(staging: Path, name: str, value: Any, redact: Redactor, repor
     except Exception as exc:
         report.saved[name] = "replay"
         return {"name": name, "how": "replay", "type": kind, "why": f"{type(exc).__name__}: {str(exc)[:120]}"}
-    text = data.decode("latin-1")
-    if redact.text(text) != text:  # a secret, or a piece of one, inside the pickled bytes
+    if holds_secret(value, redact, pickled=data):  # a secret, or a piece of one, in the bytes or an array's text
         report.skipped[name] = "it holds a secret"
         return None
     (staging / f"{name}.pkl").write_bytes(data)
     report.saved[name] = "pickle"
-    return {"name": name, "how": "pickle", "file": f"{name}.pkl", "type": kind}
+    return {"name": name, "how": "pickle", "file": f"{name}.pkl", "sha256": hashlib.sha256(data).hexdigest(),
+            "type": kind}
 
 
 def _swap_in(staging: Path, target: Path) -> None:
@@ -155,6 +171,7 @@ def _has_pyarrow() -> bool:
 
 # ------------------------------------------------------------------ restoring
 def load_manifest(root: str | os.PathLike, name: str) -> dict[str, Any]:
+    """The manifest of checkpoint ``name``, if this host signed it; else `CheckpointError` (one line)."""
     folder = checkpoint_dir(root, name)
     manifest_path = folder / "manifest.json"
     if not folder.is_dir():
@@ -162,105 +179,127 @@ def load_manifest(root: str | os.PathLike, name: str) -> dict[str, Any]:
         raise CheckpointError(f"there is no checkpoint {name!r} in {folder.parent} (saved: {known}); "
                               "%deepagent_checkpoint NAME saves one")
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        raw = _read_regular(manifest_path, MAX_MANIFEST)
     except FileNotFoundError:
         raise CheckpointError(f"checkpoint {name!r} is partial (no manifest.json): save it again") from None
     except (OSError, ValueError) as exc:
+        raise CheckpointError(f"checkpoint {name!r} cannot be read ({type(exc).__name__}); save it again") from None
+    if not verified(raw, PURPOSE):
+        raise CheckpointError(f"checkpoint {name!r} does not carry this host's signature (it was not saved by "
+                              "%deepagent_checkpoint here, or was changed since): nothing was loaded")
+    try:
+        manifest = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise CheckpointError(f"checkpoint {name!r} is corrupt ({type(exc).__name__}); save it again") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or not manifest.get("complete"):
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or manifest.get("complete") is not True:
         raise CheckpointError(f"checkpoint {name!r} is partial or from another version: save it again")
     if not isinstance(manifest.get("variables"), list):
         raise CheckpointError(f"checkpoint {name!r} is corrupt (no variable list); save it again")
     return manifest
 
 
-def restore(root: str | os.PathLike, name: str, namespace: dict[str, Any]) -> tuple[Report, dict[str, Any]]:
-    """Load checkpoint ``name`` into ``namespace`` (never over a name already bound); the report and manifest."""
+def _read_regular(path: Path, limit: int | None = None) -> bytes:
+    """A regular file's bytes (not a link, a FIFO or a device behind the name)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise ValueError(f"{path.name} is not a regular file")
+        return handle.read() if limit is None else handle.read(limit)
+
+
+def entry_problem(entry: Any, namespace: dict[str, Any]) -> tuple[str, str] | None:
+    """(label, why) when a manifest entry cannot be restored as it is; None when it can."""
+    if not isinstance(entry, dict):
+        return "", f"an entry of the manifest is not an object ({type(entry).__name__}): skipped"
+    name = entry.get("name")
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+        return "", f"an entry's name {str(name)[:60]!r} is not a Python name: skipped"
+    if name.startswith("__") or hasattr(builtins, name):
+        return name, f"it would hide the builtin {name!r}: not restored (rename it in a run and checkpoint again)"
+    if name in namespace:
+        return name, "kept the value already in the kernel"
+    how = entry.get("how")
+    if how not in HOWS:
+        return name, f"the manifest says {str(how)[:40]!r}, not how it was saved: not restored"
+    if how != "replay" and (entry.get("file") != f"{name}{HOWS[how]}" or not DIGEST.match(str(entry.get("sha256")))):
+        return name, "the manifest does not name its own file and digest: not restored"
+    return None
+
+
+def restore(root: str | os.PathLike, name: str, namespace: dict[str, Any],
+            approve: Approve | None = None) -> tuple[Report, dict[str, Any]]:
+    """Load checkpoint ``name`` into ``namespace`` (never over a name already bound); the report and manifest.
+
+    ``approve(names, code)`` is asked before recorded code runs again to rebuild the names that
+    could not be serialised; it returns (yes or no, why not). Without it, nothing is replayed.
+    """
     started = time.perf_counter()
     manifest = load_manifest(root, name)
     folder = checkpoint_dir(root, name)
     report = Report(folder)
     loaded: dict[str, Any] = {}
     to_replay = []
-    for entry in manifest["variables"]:
-        variable = str(entry.get("name"))
-        if not variable.isidentifier():
+    for number, entry in enumerate(manifest["variables"], start=1):
+        problem = entry_problem(entry, namespace)
+        if problem is not None:
+            label, why = problem
+            report.skipped[label or f"entry {number}"] = why
             continue
-        if variable in namespace:
-            report.skipped[variable] = "kept the value already in the kernel"
-            continue
-        if entry.get("how") == "replay":
+        variable = entry["name"]
+        if entry["how"] == "replay":
             to_replay.append(variable)
             continue
         try:
             loaded[variable] = _load_variable(folder, entry)
-            report.saved[variable] = entry.get("how", "")
+            report.saved[variable] = entry["how"]
+        except DigestMismatch:
+            report.skipped[variable] = "its file changed since this host saved the checkpoint: not loaded"
         except ModuleNotFoundError as exc:
             report.skipped[variable] = (f"needs the package {exc.name!r}, which is not installed here: "
                                         f"pip install {exc.name} and resume again")
         except Exception as exc:
             report.skipped[variable] = f"could not be loaded ({type(exc).__name__}: {str(exc)[:100]})"
     if to_replay:
-        replayed = _replay(manifest.get("replay") or [], {**namespace, **loaded}, set(to_replay))
-        for variable in to_replay:
-            if variable in replayed:
-                loaded[variable] = replayed[variable]
-                report.saved[variable] = "replayed"
-            else:
-                report.skipped[variable] = "could not be serialised, and replaying its recorded code did not make it"
+        _replay_into(manifest, namespace, loaded, to_replay, approve, report)
     namespace.update(loaded)
     report.restored = list(loaded)
     report.seconds = time.perf_counter() - started
     return report, manifest
 
 
+def _replay_into(manifest: dict[str, Any], namespace: dict[str, Any], loaded: dict[str, Any], names: list[str],
+                 approve: Approve | None, report: Report) -> None:
+    steps = recorded_code(manifest.get("replay"))
+    if not steps:
+        for variable in names:
+            report.skipped[variable] = "could not be serialised, and no recorded code makes it"
+        return
+    ok, why = approve(names, shown(steps)) if approve is not None else (False, "no one was asked to approve it")
+    if not ok:
+        for variable in names:
+            report.skipped[variable] = f"rebuilding it means running its recorded code again, not done: {why}"
+        return
+    replayed = _replay(steps, {**namespace, **loaded}, set(names))
+    for variable in names:
+        if variable in replayed:
+            loaded[variable] = replayed[variable]
+            report.saved[variable] = "replayed"
+        else:
+            report.skipped[variable] = "could not be serialised, and replaying its recorded code did not make it"
+
+
+class DigestMismatch(DeepAgentError, ValueError):
+    """A variable's file is not the one the signed manifest names."""
+
+
 def _load_variable(folder: Path, entry: dict[str, Any]) -> Any:
-    path = folder / str(entry.get("file"))
-    if path.parent != folder:
-        raise ValueError("bad file name in the manifest")
-    if entry.get("how") == "parquet":
+    data = _read_regular(folder / entry["file"])  # read once: what is checked is what is loaded
+    if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+        raise DigestMismatch()
+    if entry["how"] == "parquet":
         import pandas
 
-        return pandas.read_parquet(path)
+        return pandas.read_parquet(io.BytesIO(data))
     import cloudpickle
 
-    with open(path, "rb") as handle:
-        return cloudpickle.load(handle)
-
-
-class _ReplayDone(Exception):
-    pass
-
-
-def _replay(runs: list[dict[str, Any]], namespace: dict[str, Any], wanted: set[str]) -> dict[str, Any]:
-    """Run the recorded code of each run, in order, in a scratch copy of the namespace; the wanted names made."""
-    scratch = dict(namespace)
-    scratch["_ReplayDone"] = _ReplayDone
-    exec(compile(SUBMIT_STUB, "<deepagent replay>", "exec"), scratch)
-    for run in runs:
-        for code in run.get("code") or []:
-            try:
-                with _quiet():
-                    exec(compile(str(code), f"<replay of run {run.get('run')}>", "exec"), scratch)
-            except _ReplayDone:
-                break
-            except BaseException as exc:  # a step that failed then, or needs a tool: the next one may still work
-                if isinstance(exc, KeyboardInterrupt):
-                    raise
-                continue
-    return {name: scratch[name] for name in wanted if name in scratch}
-
-
-class _quiet:
-    """Replayed code prints nothing into the cell."""
-
-    def __enter__(self):
-        import contextlib
-
-        self._stack = contextlib.ExitStack()
-        self._stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
-        self._stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._stack.close()
+    return cloudpickle.loads(data)

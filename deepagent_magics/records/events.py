@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -29,6 +30,10 @@ from ..core.run.secrets import Redactor, secret_values
 from .store import runs_dir
 
 SUFFIX = ".events.jsonl"
+MAX_LINE = 1 << 20  # bytes: a longer line is followed as a stub (`LogTail`), never read whole
+READ_CHUNK = 1 << 20  # bytes read from the log at a time
+STUB_HEAD = 4096  # bytes of an over-long line kept to read its seq, kind and run from
+KIND = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")  # an event's kind: a name, never a line break
 REFRESH_SECRETS = 1.0  # least seconds between two looks at the environment for new secrets
 
 
@@ -146,11 +151,35 @@ def _is_root_end(event: dict[str, Any]) -> bool:
 
 
 def _parse(line: bytes) -> dict[str, Any] | None:
+    """The event on ``line``, or None when it is not one: a log may have been planted, so a line's
+    ``seq`` must be a whole number and its ``kind`` a plain name (what the SSE stream writes as is)."""
     try:
         event = json.loads(line)
     except ValueError:
         return None
-    return event if isinstance(event, dict) and "seq" in event and "kind" in event else None
+    return event if isinstance(event, dict) and _well_formed(event) else None
+
+
+def _well_formed(event: dict[str, Any]) -> bool:
+    seq, kind = event.get("seq"), event.get("kind")
+    return (isinstance(seq, int) and not isinstance(seq, bool) and seq >= 0
+            and isinstance(kind, str) and KIND.fullmatch(kind) is not None
+            and isinstance(event.get("run", ""), str)
+            and (event.get("parent") is None or isinstance(event.get("parent"), str)))
+
+
+def _stub(head: bytes, size: int) -> dict[str, Any] | None:
+    """The event of a line too long to read whole, from its first bytes: the writer puts ``seq``,
+    ``time``, ``kind``, ``run``, ``parent`` and ``depth`` before ``data``; None if they are not there."""
+    cut = head.find(b', "data": ')
+    if cut < 0:
+        return None
+    event = _parse(head[:cut] + b"}")
+    if event is None:
+        return None
+    event["data"] = {"omitted": f"this event's line is {size} bytes, over the {MAX_LINE}-byte limit of a "
+                                "followed event; the run's record has what it holds"}
+    return event
 
 
 def read_events(path: str | os.PathLike, after: int = 0) -> EventLog:
@@ -177,10 +206,13 @@ def read_events(path: str | os.PathLike, after: int = 0) -> EventLog:
 
 
 class LogTail:
-    """Reads a growing log a piece at a time: each `read` returns the whole lines appended since the last.
+    """Reads a growing log a piece at a time: each `read` returns the events of the lines appended since the last.
 
     ``done`` turns true once the root run's ``run_finished`` has been read. A log that does
-    not exist yet reads as empty (the run has not started writing).
+    not exist yet reads as empty (the run has not started writing). The log is read in chunks
+    and a line longer than `MAX_LINE` is never held whole: it becomes a stub of the same event
+    (its ``data`` replaced by a note), or is skipped if its head is not an event's. Lines that
+    are not well-formed events (`_parse`) are skipped.
     """
 
     def __init__(self, path: str | os.PathLike, after: int = 0):
@@ -188,27 +220,50 @@ class LogTail:
         self.after = after
         self.offset = 0
         self.pending = b""
+        self.overlong = 0  # bytes of the over-long line being skipped (0: none)
+        self.head = b""  # its first bytes
         self.done = False
 
     def read(self) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = []
         try:
             with open(self.path, "rb") as handle:
                 handle.seek(self.offset)
-                chunk = handle.read()
+                while True:
+                    chunk = handle.read(READ_CHUNK)
+                    if not chunk:
+                        break
+                    self.offset += len(chunk)
+                    self._take(chunk, events)
         except FileNotFoundError:
             return []
-        self.offset += len(chunk)
-        *lines, self.pending = (self.pending + chunk).split(b"\n")
-        events = []
-        for line in lines:
-            event = _parse(line)
-            if event is None or self.done:
-                continue
-            if event["seq"] > self.after:
-                events.append(event)
-            if _is_root_end(event):
-                self.done = True
         return events
+
+    def _take(self, chunk: bytes, events: list[dict[str, Any]]) -> None:
+        while chunk:
+            end = chunk.find(b"\n")
+            piece, chunk = (chunk, b"") if end < 0 else (chunk[:end], chunk[end + 1:])
+            if self.overlong:
+                self.overlong += len(piece)
+            else:
+                self.pending += piece
+                if len(self.pending) > MAX_LINE:
+                    self.head, self.overlong, self.pending = self.pending[:STUB_HEAD], len(self.pending), b""
+            if end < 0:
+                return
+            if self.overlong:
+                event, self.overlong, self.head = _stub(self.head, self.overlong), 0, b""
+            else:
+                event, self.pending = _parse(self.pending), b""
+            self._keep(event, events)
+
+    def _keep(self, event: dict[str, Any] | None, events: list[dict[str, Any]]) -> None:
+        if event is None or self.done:
+            return
+        if event["seq"] > self.after:
+            events.append(event)
+        if _is_root_end(event):
+            self.done = True
 
 
 def follow_events(path: str | os.PathLike, after: int = 0, *, poll: float = 0.1,

@@ -6,6 +6,13 @@ under the step that spawned it. A first code cell defines stand-ins for the
 agent's tools and ``SUBMIT``, so the recorded code re-runs without a model: the
 file tools act on the recorded workspace, the todo tools and sub-agent tools
 replay what the run recorded, ``llm_query`` answers with a placeholder.
+
+A record is data a model wrote (and one read from disk may have been planted), and a notebook's
+Markdown cells are rendered with their raw HTML live (``jupyter nbconvert --to html``, a trusted
+notebook). So every Markdown cell made from a record holds the Markdown already rendered and
+sanitised (`core.run.model_text.markdown_html`), on one line: Markdown renderers pass such an HTML
+block through as it is. The file tools act on the workspace the record was read from, never on
+a folder the record names (`store.record_home`).
 """
 
 from __future__ import annotations
@@ -20,6 +27,9 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from ..core.model.code_fences import runnable
+from ..core.run.model_text import markdown_html
+from ..core.run.run import Usage
+from .store import record_home
 
 KNOWN_TOOLS = {"write_todos", "read_todos", "ls", "read_file", "write_file", "edit_file", "glob", "grep",
                "llm_query", "llm_query_batched", "SUBMIT"}
@@ -129,7 +139,9 @@ def setup_source(record: dict[str, Any]) -> str:
             called.add(call.get("name"))
             if call.get("subagents"):
                 replays.setdefault(call["name"], []).append([results.get(i) for i in call["subagents"]])
-    source = SETUP.format(workspace=str((record.get("config") or {}).get("workspace") or "."),
+    home = record_home(record)  # a record read from disk: its own workspace, not the one it names
+    workspace = str(home) if home is not None else str((record.get("config") or {}).get("workspace") or ".")
+    source = SETUP.format(workspace=workspace,
                           todos=json.dumps(record.get("todos") or []),
                           results=json.dumps(in_order, default=str), replays=json.dumps(replays, default=str))
     names = called | SUBAGENT_TOOLS | set(replays)
@@ -152,24 +164,30 @@ def to_notebook(record: dict[str, Any]) -> nbformat.NotebookNode:
     nb.metadata["language_info"] = {"name": "python"}
     nb.metadata["deepagent"] = {"run_id": record.get("id"), "status": record.get("status"),
                                 "prompt_hash": record.get("prompt_hash")}
-    nb.cells.append(new_markdown_cell(_header(record)))
+    nb.cells.append(model_markdown_cell(_header(record)))
     nb.cells.append(new_markdown_cell(
         "## Setup\nStand-ins for the agent's tools and `SUBMIT`, so the code below re-runs without a model. "
         "Sub-agents ran in their own kernels; here their code runs in this one."))
     nb.cells.append(new_code_cell(setup_source(record), metadata={"tags": ["deepagent-setup"]}))
     _add_steps(nb, record, level=2)
-    nb.cells.append(new_markdown_cell(_result(record)))
+    nb.cells.append(model_markdown_cell(_result(record)))
     return nb
 
 
+def model_markdown_cell(text: str) -> nbformat.NotebookNode:
+    """A Markdown cell for text from a record: rendered, sanitised HTML on one line (no blank line
+    ends the HTML block early; a newline inside ``<pre>`` is kept as ``&#10;``)."""
+    rendered = markdown_html(text).strip().replace("\r", "").replace("\n", "&#10;")
+    return new_markdown_cell(f'<div class="deepagent-record">{rendered}</div>')
+
+
 def _header(record: dict[str, Any]) -> str:
-    usage = record.get("usage_total") or record.get("usage") or {}
-    tokens = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
+    usage = Usage.from_dict(record.get("usage_total") or record.get("usage"))
     model = (record.get("config") or {}).get("lm") or "?"
     task = "\n".join("> " + line for line in str(record.get("task", "")).strip().splitlines())
     return (f"# Agent run `{record.get('id')}`\n\n{task}\n\n"
-            f"**{record.get('status')}** · {len(record.get('steps') or [])} steps · {usage.get('lm_calls', 0)} LM calls · "
-            f"{tokens:,} tokens · ${usage.get('cost', 0):.4f} · model `{model}` · prompt `{record.get('prompt_hash')}`")
+            f"**{record.get('status')}** · {len(record.get('steps') or [])} steps · {usage.lm_calls} LM calls · "
+            f"{usage.tokens:,} tokens · {usage.cost_text()} (whole tree) · model `{model}` · prompt `{record.get('prompt_hash')}`")
 
 
 def _add_steps(nb: nbformat.NotebookNode, record: dict[str, Any], level: int) -> None:
@@ -178,7 +196,7 @@ def _add_steps(nb: nbformat.NotebookNode, record: dict[str, Any], level: int) ->
         _add_subagent(nb, child, level, step=None)
     for step in record.get("steps") or []:
         prefix = "" if record.get("depth", 0) == 0 else f"Sub-agent `{str(record.get('id'))[-6:]}` · "
-        nb.cells.append(new_markdown_cell(f"{heading} {prefix}Step {step.get('index')}\n\n{step.get('reasoning', '')}"))
+        nb.cells.append(model_markdown_cell(f"{heading} {prefix}Step {step.get('index')}\n\n{step.get('reasoning', '')}"))
         output = step.get("output") or ""
         cell = new_code_cell(runnable(step.get("code", "")), execution_count=step.get("index"))  # fences off (old records)
         if output:
@@ -195,7 +213,7 @@ def _add_subagent(nb: nbformat.NotebookNode, child: dict[str, Any], level: int, 
     heading = "#" * min(level + 1, 6)
     task = "\n".join("> " + line for line in str(child.get("task", "")).strip().splitlines())
     where = f" (from step {step})" if step is not None else ""
-    nb.cells.append(new_markdown_cell(
+    nb.cells.append(model_markdown_cell(
         f"{heading} Sub-agent `{child.get('id')}`{where}\n\n{task}\n\n"
         f"**{child.get('status')}** · {len(child.get('steps') or [])} steps · result: {child.get('result')!s:.200}"))
     cwd = {"tags": ["deepagent-cwd"]}

@@ -6,8 +6,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..core.run.run import Usage
+from ..errors import UserError
 
-class NoSuchStep(ValueError):
+
+
+class NoSuchStep(UserError, ValueError):
     """A step number outside the run's steps; the message names the range."""
 
 
@@ -18,10 +22,10 @@ def head(text: Any, limit: int) -> str:
 
 
 def runs_table(records: list[dict[str, Any]]) -> str:
-    """A fixed-width table: id, time, status, steps, tokens, cost, task head."""
-    rows = [("id", "time", "status", "steps", "tokens", "cost", "task")]
+    """A fixed-width table: id, time, status, steps, tokens and cost of the whole tree (root and sub-agents), task head."""
+    rows = [("id", "time", "status", "steps", "tokens (tree)", "cost (tree)", "task")]
     for record in records:
-        usage = record.get("usage_total") or record.get("usage") or {}
+        usage = Usage.from_dict(record.get("usage_total") or record.get("usage"))
         started = record.get("started_at")
         subs = sum(len(step.get("children") or []) for step in record.get("steps") or [])
         rows.append((
@@ -29,8 +33,8 @@ def runs_table(records: list[dict[str, Any]]) -> str:
             time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if started else "-",
             str(record.get("status")),
             f"{len(record.get('steps') or [])}" + (f" (+{subs} sub)" if subs else ""),
-            f"{usage.get('input_tokens', 0) + usage.get('output_tokens', 0):,}",
-            f"${usage.get('cost', 0):.4f}",
+            f"{usage.tokens:,}",
+            usage.cost_text(),
             head(record.get("task"), 50),
         ))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]

@@ -8,7 +8,8 @@ small share of the run's time (a write costs O(record), so writing after every
 event would be quadratic). A timer writes what a throttled event left pending.
 Every string is scrubbed of secrets again first (`redaction`; the run already scrubbed what
 it stored), and the record names its writer process (`liveness`), so a reader can tell a
-run whose process died (``abandoned``) from one still running.
+run whose process died (``abandoned``) from one still running. The record is signed with the
+host key (`host_key`): only a signed record is continued as the user's earlier turn.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ from ..core.run.run import (
     Run,
 )
 from ..core.model.step_streaming import TRANSIENT
+from .host_key import HostKeyError, signed_json
 from .liveness import writer_identity
-from .store import FORMAT, runs_dir
+from .store import FORMAT, RECORD_PURPOSE, runs_dir
 
 
 def record_of(run: Run, files: dict[str, int] | None = None,
@@ -75,13 +77,24 @@ def _tree_dict(run: Run, tool_calls: dict[str, list[dict[str, Any]]]) -> dict[st
     return data
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON to a temporary file beside ``path`` and rename it over."""
+def write_json_atomic(path: Path, data: Any, purpose: str | None = None) -> None:
+    """Write ``data`` as JSON to a temporary file beside ``path`` and rename it over.
+
+    With ``purpose``, the file is signed with the host key (`host_key`); without the key (a
+    read-only home), it is written unsigned: readable, never trusted."""
+    body = None
+    if purpose is not None:
+        try:
+            body = signed_json(data, purpose)
+        except HostKeyError:
+            pass
+    if body is None:
+        body = json.dumps(data, indent=1, default=repr).encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=1, default=repr)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(body)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -168,7 +181,8 @@ class RunRecorder:
             started = time.monotonic()
             try:
                 self.redact.refresh()
-                write_json_atomic(self.path, self.redact(record_of(self.run, self.files, self.tool_calls)))
+                write_json_atomic(self.path, self.redact(record_of(self.run, self.files, self.tool_calls)),
+                                  purpose=RECORD_PURPOSE)
             except OSError as exc:  # a read-only workspace must not stop the agent
                 self.error = exc
                 return

@@ -42,9 +42,7 @@ def _replay_into(run: Run, record: dict[str, Any], files: dict[str, int]) -> Non
     written = record.get("files_written") or []
     for path in written:
         run.record_file(path, files.get(path, 0))
-    usage = record.get("usage") or {}
-    run.usage = Usage(**{key: usage.get(key, 0) for key in ("lm_calls", "input_tokens", "output_tokens", "cost",
-                                                           "cached_input_tokens")})
+    run.usage = Usage.from_dict(record.get("usage"))
     status = record.get("status") or "finished"
     error = record.get("error")
     if status in ("pending", "running"):

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 MAX_DEPTH = 20  # sub-agents nested deeper than this are dropped
-USAGE_FIELDS = ("lm_calls", "input_tokens", "output_tokens", "cost")
+USAGE_FIELDS = ("lm_calls", "input_tokens", "output_tokens", "cost", "cached_input_tokens", "unpriced_calls")
 
 
 def normalize(raw: Any, depth: int = 0) -> dict[str, Any]:

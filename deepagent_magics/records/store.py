@@ -4,7 +4,10 @@ Reading is defensive, because anything can write there (the agent can, with ``wr
 only regular files up to `MAX_RECORD_BYTES` are read (a FIFO or ``/dev/zero`` behind a name
 cannot hang or fill the notebook), the JSON is reshaped into a well-formed record
 (`shape`), scrubbed of secrets again (`redaction`), and a run whose writing process died
-mid-run reads as ``abandoned`` (`liveness`).
+mid-run reads as ``abandoned`` (`liveness`). Each record read says whether the host wrote it
+(``record["_host_written"]``: its MAC checks with the host key, `host_key`); only such a record is
+taken back as trusted state (a thread continued after a kernel restart, `threads`). Any other is
+still listed and shown, escaped, like every record.
 """
 
 from __future__ import annotations
@@ -16,10 +19,13 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..core.run.secrets import scrub
+from .host_key import FIELD, verified
 from .liveness import mark_abandoned
 from .shape import normalize
 
 FORMAT = "deepagent-run/1"
+RECORD_PURPOSE = "deepagent run record"
+LOADER_FIELDS = ("_path", "_host_written", FIELD)  # set by the reader, never taken from the file
 RUNS_DIR = Path(".deepagent") / "runs"
 MAX_RECORD_BYTES = 256 * 1024 * 1024
 
@@ -64,6 +70,9 @@ def load_record(path: str | os.PathLike) -> dict[str, Any]:
         raw = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ValueError(f"{path} is not valid JSON: {str(exc)[:200]}") from None
+    if isinstance(raw, dict):
+        for name in LOADER_FIELDS:
+            raw.pop(name, None)
     try:
         record = mark_abandoned(scrub(normalize(raw)))
     except RecursionError:
@@ -71,7 +80,20 @@ def load_record(path: str | os.PathLike) -> dict[str, Any]:
     except ValueError as exc:
         raise ValueError(f"{path} is {exc}") from None
     record["_path"] = str(path)
+    record["_host_written"] = verified(data, RECORD_PURPOSE)
     return record
+
+
+def record_home(record: dict[str, Any]) -> Path | None:
+    """The workspace a record was read from (``<workspace>/.deepagent/runs/<id>.json``), whatever
+    folder the record itself names in ``config.workspace``; None for a record not read from there."""
+    path = record.get("_path")
+    if not isinstance(path, str):
+        return None
+    folder = Path(path).parent
+    if folder.name != RUNS_DIR.name or folder.parent.name != RUNS_DIR.parent.name:
+        return None
+    return folder.parent.parent.resolve()
 
 
 def find_record(run_id: str, directories: Iterable[str | os.PathLike]) -> dict[str, Any]:

@@ -26,7 +26,6 @@ from ..records.export import to_notebook
 from .launch import Launch, Launcher, RequestError, check_body
 
 RUN_ID = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}"
-ENDED = ("finished", "failed", "interrupted")
 KEEPALIVE = 15.0  # seconds between SSE comments while a run is quiet
 QUIET_KERNEL = 5.0  # a run's log quiet this long while its kernel is not busy: the kernel died or restarted
 IDLE_END = 30.0  # a log that has not grown this long, of a run no live kernel of ours is running, ended mid-run
@@ -157,15 +156,12 @@ class StopHandler(RunsAPIHandler):
     @authorized
     async def post(self, run_id: str) -> None:
         record, launch, _ = self.find(run_id)
-        status = record["status"] if record is not None else launch.stub()["status"]
-        if status in ENDED:
-            self.fail(409, f"run {run_id} has already ended ({status})")
         if launch is None:
             self.fail(409, f"run {run_id} was not started through this server: interrupt its kernel")
-        try:
-            await self.launcher.stop(launch)
-        except RequestError as exc:
-            self.fail(exc.status, str(exc))
+        why_not = self.launcher.not_running(launch, record["status"] if record is not None else None)
+        if why_not:
+            self.fail(409, f"run {run_id} is not running in kernel {launch.kernel_id}: {why_not}; nothing was interrupted")
+        await self.launcher.stop(launch)
         self.set_status(202)
         self.finish({"id": run_id, "stopping": True, "kernel_id": launch.kernel_id})
 
@@ -178,8 +174,26 @@ class FilesHandler(RunsAPIHandler):
         sizes = dict((record or {}).get("files") or {})
         for path in (record or {}).get("files_written") or []:
             sizes.setdefault(path, None)
-        files = [{"path": path, "size": size, "exists": (workspace / path).is_file()} for path, size in sizes.items()]
+        files = [{"path": path, "size": size, "exists": _inside_file(workspace, path)} for path, size in sizes.items()]
         self.finish({"id": run_id, "workspace": str(workspace), "files": files})
+
+
+def _inside_file(workspace: Path, path: str) -> bool | None:
+    """Whether ``path`` is a file in ``workspace``; None (not looked at) for a path that leaves it.
+
+    The paths come from the record, which anyone who can write the workspace can plant: a path
+    outside it (absolute, ``..``, through a link out) is never looked up, so ``files`` answers
+    nothing about the server's other files.
+    """
+    if "\x00" in path:
+        return None
+    try:
+        target = (workspace / path).resolve()
+    except (OSError, RuntimeError):
+        return None
+    if workspace.resolve() not in target.parents:
+        return None
+    return target.is_file()
 
 
 class NotebookHandler(RunsAPIHandler):

@@ -25,27 +25,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import InvalidValue, UserError
+from ..settings import SERVER, Setting, at
+
 log = logging.getLogger(__name__)
 
-# Request fields that become %%deepagent flags, with the type each must have.
-FLAGS: dict[str, tuple[str, type | tuple[type, ...]]] = {
-    "lm": ("--lm", str),
-    "sub_lm": ("--sub-lm", str),
-    "max_iters": ("--max-iters", int),
-    "max_llm_calls": ("--max-llm-calls", int),
-    "profile": ("--profile", str),
-    "timeout": ("--timeout", (int, float)),
-    "max_depth": ("--max-depth", int),
-    "max_subagents": ("--max-subagents", int),
-    "subagent_max_iters": ("--subagent-max-iters", int),
-    "subagent_timeout": ("--subagent-timeout", (int, float)),
-    "max_parallel": ("--max-parallel", int),
-}
+# Request fields that become %%deepagent flags: the settings of the table (settings.py) at the SERVER door.
+FLAGS: dict[str, Setting] = {setting.name: setting for setting in at(SERVER)}
 FIELDS = {"task", "kernel_id", "kernel_name", "workspace", *FLAGS}
+JSON_TYPES = {float: (int, float)}  # a JSON number without a point is an int
 REPLY_TIMEOUT = 24 * 3600.0  # a run may be long; the wait for its cell's reply is only bookkeeping
 
 
-class RequestError(Exception):
+class RequestError(UserError):
     """A bad request: ``status`` is the HTTP status to answer with."""
 
     def __init__(self, status: int, message: str):
@@ -62,6 +54,7 @@ class Launch:
     kernel_id: str
     workspace: Path
     created: float = field(default_factory=time.time)
+    running: bool = False  # the kernel began executing the cell (its busy status for our request came)
     done: bool = False  # the cell's reply came back (the run ended, or never started)
     error: str | None = None  # the cell failed: the run never started, or ended in an exception
     kernel_pid: int | None = None  # the kernel's process when the cell was sent (another one: it restarted)
@@ -84,9 +77,13 @@ def new_run_id() -> str:
 def cell_code(run_id: str, task: str, workspace: Path, body: dict[str, Any]) -> str:
     """The code that runs the ``%%deepagent`` cell in the kernel."""
     flags = ["--run-id", run_id, "--workspace", str(workspace), "--no-interpolate", "--display", "text"]
-    for name, (flag, _) in FLAGS.items():
-        if body.get(name) is not None:
-            flags += [flag, str(body[name])]
+    for name, setting in FLAGS.items():
+        value = body.get(name)
+        if setting.kind is bool:  # the cell's switch: --quiet, or --no-stream for one on by default
+            if value is not None and value != setting.default:
+                flags.append(setting.flag if value else "--no-" + setting.flag[2:])
+        elif value is not None:
+            flags += [setting.flag, str(value)]
     line = " ".join(shlex.quote(flag) for flag in flags)
     return ("get_ipython().run_line_magic('load_ext', 'deepagent_magics')\n"
             f"get_ipython().run_cell_magic('deepagent', {line!r}, {task!r})\n")
@@ -105,14 +102,21 @@ def check_body(body: Any) -> dict[str, Any]:
     for name in ("kernel_id", "kernel_name", "workspace"):
         if body.get(name) is not None and not isinstance(body[name], str):
             raise RequestError(400, f"\"{name}\" must be a string")
-    for name, (_, kind) in FLAGS.items():
+    for name, setting in FLAGS.items():
         value = body.get(name)
         if value is None:
             continue
+        if setting.kind is bool:
+            if not isinstance(value, bool):
+                raise RequestError(400, f"\"{name}\" must be true or false")
+            continue
+        kind = JSON_TYPES.get(setting.kind, setting.kind)
         if isinstance(value, bool) or not isinstance(value, kind):
-            raise RequestError(400, f"\"{name}\" must be {'a number' if kind != str else 'a string'}")
-        if kind != str and value <= 0:
-            raise RequestError(400, f"\"{name}\" must be positive")
+            raise RequestError(400, f"\"{name}\" must be {'a string' if kind is str else 'a number'}")
+        try:
+            setting.check(value, label=f"\"{name}\"")
+        except InvalidValue as exc:
+            raise RequestError(400, str(exc)) from None
         if isinstance(value, str) and ("\n" in value or not value.strip()):
             raise RequestError(400, f"\"{name}\" must be one non-empty line")
     return body
@@ -120,6 +124,18 @@ def check_body(body: Any) -> dict[str, Any]:
 
 async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
+
+
+async def _began(client: Any, msg_id: str) -> bool:
+    """Whether the kernel's busy status for request ``msg_id`` is among its IOPub messages so far."""
+    while True:
+        try:
+            message = await _maybe_await(client.get_iopub_msg(timeout=0))
+        except Exception:  # queue.Empty: nothing more for now
+            return False
+        if (message.get("parent_header", {}).get("msg_id") == msg_id and message.get("msg_type") == "status"
+                and message.get("content", {}).get("execution_state") == "busy"):
+            return True
 
 
 class Launcher:
@@ -180,8 +196,10 @@ class Launcher:
             msg_id = client.execute(code, store_history=False, allow_stdin=False)
             deadline = time.monotonic() + REPLY_TIMEOUT
             while time.monotonic() < deadline:
+                if not launch.running:
+                    launch.running = await _began(client, msg_id)
                 try:
-                    reply = await _maybe_await(client.get_shell_msg(timeout=1.0))
+                    reply = await _maybe_await(client.get_shell_msg(timeout=0.2 if not launch.running else 1.0))
                 except Exception:  # queue.Empty: nothing yet
                     lost = self.lost(launch)
                     if lost:
@@ -205,7 +223,23 @@ class Launcher:
                 except Exception:
                     pass
 
+    def not_running(self, launch: Launch, status: str | None) -> str | None:
+        """Why stopping ``launch`` would interrupt something else, or None when its cell is what the kernel runs now.
+
+        Only a cell the kernel began (its busy status for our request came), whose reply has not
+        come, in the same kernel process, of a run whose record (if any yet) says ``running``: an
+        interrupt then reaches that cell and nothing of the user's.
+        """
+        if launch.done:
+            return f"it has ended ({status or launch.stub()['status']})"
+        if status is not None and status not in ("pending", "running"):
+            return f"it has ended ({status})"
+        lost = self.lost(launch)
+        if lost:
+            return lost
+        if not launch.running:
+            return "its cell has not started yet (the kernel is busy with another request)"
+        return None
+
     async def stop(self, launch: Launch) -> None:
-        if not self.has_kernel(launch.kernel_id):
-            raise RequestError(409, f"run {launch.id}: its kernel {launch.kernel_id} is gone")
         await _maybe_await(self.kernel_manager.interrupt_kernel(launch.kernel_id))

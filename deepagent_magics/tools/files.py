@@ -3,6 +3,11 @@
 Paths are relative to the workspace and never leave it; see the Workspace for how. The
 walks (ls, glob, grep) stop early once the session is cancelled (a sub-agent past its time
 limit: ``session.cancelled``, an Event, when the session has one).
+
+Skills are offered in every later root prompt (tools/skills.py), so only the user and root runs
+add them: a sub-agent's ``write_file``/``edit_file`` under ``<workspace>/skills/`` is refused with
+one ``Error:`` line unless the user allowed it (``DeepAgent.subagent_skills``, ``%deepagent_config
+--subagent-skills on``).
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ import os
 from typing import Any, Callable
 
 from ..core.run import session as _session
+from ..core.workspace.skills import WORKSPACE_FOLDER
+from ..core.workspace.workspace import WorkspaceError
 from .tool_call import tool
 
 
@@ -37,22 +44,35 @@ def read_file(path: str, offset: int = 0, limit: int = 2000) -> str:
     return _session.current().workspace.read_file(path, offset, limit)
 
 
+def _writable(session: Any, path: str) -> None:
+    """Refuse a sub-agent's write into the workspace's skills folder (unless the user allowed it)."""
+    if session.run.depth == 0 or getattr(session.agent, "subagent_skills", False):
+        return
+    parts = session.workspace.resolve(path).relative_to(session.workspace.root).parts
+    if parts and parts[0] == WORKSPACE_FOLDER:
+        raise WorkspaceError(f"Error: {path!r} is in {WORKSPACE_FOLDER}/, which only the user and the root agent "
+                             "write; return what you learned in your result instead")
+
+
 @tool
 def write_file(path: str, content: str) -> str:
     """Create or replace a workspace text file (`content`: a str).
 
     The file is replaced atomically and its parent folders are created. ``content`` must be text:
     bytes, a DataFrame or another object is refused with an Error that says how to write it."""
-    workspace = _session.current().workspace
+    session = _session.current()
     if not isinstance(content, str):
-        raise ValueError(not_text(content, path, workspace.root))
-    return workspace.write_file(path, content)
+        raise ValueError(not_text(content, path, session.workspace.root))
+    _writable(session, path)
+    return session.workspace.write_file(path, content)
 
 
 @tool
 def edit_file(path: str, old: str, new: str, replace_all: bool = False) -> str:
     """Replace text `old`, found once (unless replace_all), with `new`."""
-    return _session.current().workspace.edit_file(path, old, new, replace_all)
+    session = _session.current()
+    _writable(session, path)
+    return session.workspace.edit_file(path, old, new, replace_all)
 
 
 @tool

@@ -27,13 +27,14 @@ from typing import Any, Callable, Iterable
 
 import dspy
 
+from ..errors import UserError
 from ..core.run import session as _session
 
 CONNECT_TIMEOUT = 30.0
 CALL_TIMEOUT = 120.0
 
 
-class MCPError(ValueError):
+class MCPError(UserError, ValueError):
     """An MCP server that cannot be reached or started: the message is one line for the user."""
 
 

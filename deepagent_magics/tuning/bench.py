@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 import dspy
 
+from ..errors import UserError
 from ..core.model.lm import lm_label, resolve_lm
 from .bench_report import BenchReport
 from .evaluate import evaluate
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 BENCH_BASELINES = (*BASELINES, DEEPAGENTS)  # deepagents: LangChain's, when installed (langchain_baseline)
 
 
-class BenchError(ValueError):
+class BenchError(UserError, ValueError):
     """A bad argument to the benchmark (a limit, a thread count, a baseline); the message is one line."""
 
 
@@ -80,7 +81,7 @@ def run_suite(suite: str, lm: Any = None, *, limit: int | None = None, baselines
               threads: int = 4, out: str | Path | None = None, cache_dir: str | Path | None = None,
               split: str | None = None, agent: "DeepAgent | None" = None, progress: Any = None,
               langchain_model: Any = None, where: dict[str, str] | None = None) -> BenchReport:
-    """Run ``suite`` (dabstep, dabench, oolong) with the deep agent and ``baselines``; the table, written to ``out``.
+    """Run ``suite`` (dabstep, dabench, oolong, sklearn) with the deep agent and ``baselines``; the table, written to ``out``.
 
     ``langchain_model``: the chat model of the ``deepagents`` baseline (default: ``lm``'s id through LangChain).
     ``where``: only the tasks whose details match, e.g. ``{"level": "hard"}`` or ``{"dataset": "trec_coarse"}``.
@@ -94,7 +95,7 @@ def run_suite(suite: str, lm: Any = None, *, limit: int | None = None, baselines
     model = resolve_lm(lm if lm is not None else agent.lm)
     if agent.lm is None:
         agent.lm = model
-    metric = Metric(lambda example, pred: found.score(example.bench_task, pred.result), found.name)
+    metric = Metric(lambda example, pred: found.score_prediction(example.bench_task, pred), found.name)
     systems = systems_for(agent, [name for name in names if name != DEEPAGENTS], lm=model)
     if DEEPAGENTS in names:
         try:
@@ -108,8 +109,8 @@ def run_suite(suite: str, lm: Any = None, *, limit: int | None = None, baselines
         task = tasks[row["example"]]
         rows.append({"system": row["system"], "task_id": task.id, "score": row["score"],
                      "scored": task.gold is not None, "answer": row["result"], "tokens": row["tokens"],
-                     "cost": row.get("cost", 0.0), "seconds": row.get("seconds", 0.0), "steps": row["steps"],
-                     "error": row["error"], **{key: value for key, value in task.meta.items() if key != "concepts"}})
+                     "cost": row.get("cost"), "seconds": row.get("seconds", 0.0), "steps": row["steps"],
+                     "error": row["error"], **{key: value for key, value in task.meta.items() if key not in ("concepts", "writes")}})
     report = BenchReport(found.name, found.title, split or found.default_split, lm_label(model), found.metric,
                          table.systems, rows)
     if out is not None:

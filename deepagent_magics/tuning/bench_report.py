@@ -37,9 +37,10 @@ class BenchReport:
                 "tasks": len(rows),
                 "scored": len(scored),
                 "accuracy": (sum(row["score"] for row in scored) / len(scored)) if scored else None,
+                "steps_per_task": sum(row.get("steps") or 0 for row in rows) / n,
                 "tokens_per_task": sum(row["tokens"] for row in rows) / n,
-                "cost": sum(row["cost"] for row in rows),
-                "cost_per_task": sum(row["cost"] for row in rows) / n,
+                "cost": _cost(rows),
+                "cost_per_task": None if _cost(rows) is None else _cost(rows) / n,
                 "seconds_per_task": sum(row["seconds"] for row in rows) / n,
                 "failures": sum(bool(row["error"]) for row in rows),
             }
@@ -59,13 +60,13 @@ class BenchReport:
     def to_markdown(self) -> str:
         tasks = len({row["task_id"] for row in self.rows})
         lines = [f"## {self.title} ({self.split}): {tasks} tasks, {self.lm}", "",
-                 f"| system | {self.metric} | tokens / task | cost | cost / task | s / task | failures |",
-                 "|---|---:|---:|---:|---:|---:|---:|"]
+                 f"| system | {self.metric} | steps / task | tokens / task | cost | cost / task | s / task | failures |",
+                 "|---|---:|---:|---:|---:|---:|---:|---:|"]
         for system, each in self.summary().items():
             accuracy = (f"{each['accuracy']:.1%} ({each['scored']} scored)" if each["accuracy"] is not None
                         else "n/a (answers withheld)")
-            lines.append(f"| {system} | {accuracy} | {each['tokens_per_task']:,.0f} | ${each['cost']:.4f} | "
-                         f"${each['cost_per_task']:.4f} | {each['seconds_per_task']:.2f} | "
+            lines.append(f"| {system} | {accuracy} | {each['steps_per_task']:.1f} | {each['tokens_per_task']:,.0f} | "
+                         f"{_dollars(each['cost'])} | {_dollars(each['cost_per_task'])} | {each['seconds_per_task']:.2f} | "
                          f"{each['failures']}/{each['tasks']} |")
         if self.failures:
             lines += ["", "Failures:", ""]
@@ -96,6 +97,16 @@ class BenchReport:
 
     def _repr_markdown_(self) -> str:
         return self.to_markdown()
+
+
+def _cost(rows: list[dict[str, Any]]) -> float | None:
+    """The priced rows' cost; None when no row had a price (a local model): "unknown" in the table, not $0."""
+    priced = [row["cost"] for row in rows if row.get("cost") is not None]
+    return sum(priced) if priced or not rows else None
+
+
+def _dollars(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:.4f}"
 
 
 def _one_line(text: Any) -> str:

@@ -16,10 +16,12 @@ from typing import Any, Callable, Iterable
 
 import dspy
 
+from ..errors import UserError
+
 INPUTS = ("task", "context")
 
 
-class ExamplesError(ValueError):
+class ExamplesError(UserError, ValueError):
     """Examples of the wrong shape; the message says what to fix."""
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import dspy
 
+from ..errors import UserError
 from .systems import Outcome, _prepare
 
 DEEPAGENTS = "deepagents"
@@ -30,7 +31,7 @@ PROMPT = ("You are a data analysis agent. The task's files are in your file syst
           "(`workspace` is the folder of the files). Finish with the final answer alone.")
 
 
-class BaselineUnavailable(RuntimeError):
+class BaselineUnavailable(UserError, RuntimeError):
     """deepagents, or a LangChain model for the LM, cannot be had; the message is one line."""
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import dspy
 
+from ..errors import UserError
 from ..core.model.lm import resolve_lm
 from .evaluate import Evaluation, evaluate
 from .examples import Metric
@@ -31,7 +32,7 @@ OPTIMIZERS = ("gepa", "mipro", "bootstrap")
 AUTO = ("light", "medium", "heavy")
 
 
-class OptimizerUnavailable(RuntimeError):
+class OptimizerUnavailable(UserError, RuntimeError):
     """The optimiser needs a package that is not installed; the message says which."""
 
 

@@ -19,7 +19,7 @@ import dspy
 from dspy.utils.usage_tracker import track_usage
 
 from ..core.model.lm import resolve_lm
-from ..core.loop.pipeline import UsageSink
+from ..core.model.usage_sink import UsageSink
 from ..core.run.run import Run
 from ..core.run.session import Session, activate, deactivate
 from ..core.workspace.workspace import Workspace
@@ -27,7 +27,7 @@ from ..core.workspace.workspace import Workspace
 if TYPE_CHECKING:
     from ..core.loop.agent import DeepAgent
 
-BASELINES = ("cot", "react")
+BASELINES = ("cot", "react", "rlm")
 DEEP_AGENT = "deep agent"
 OPTIMIZED = "deep agent (optimized)"
 
@@ -38,7 +38,7 @@ class Outcome:
     steps: int
     tokens: int
     error: str | None = None
-    cost: float = 0.0  # dollars, as the provider (LiteLLM) priced the calls; 0 when unknown
+    cost: float | None = 0.0  # dollars, as the provider (LiteLLM) priced the calls; None when no call had a price
 
 
 def _task_text(example: dspy.Example) -> str:
@@ -50,6 +50,11 @@ def _prepare(example: Any, workspace: str) -> dict[str, Any]:
     """The example's files written into ``workspace`` and its starting variables (none without ``prepare``)."""
     prepare = example.get("prepare") if example is not None else None
     return dict(prepare(Path(workspace)) or {}) if callable(prepare) else {}
+
+
+def priced(usage: Any) -> float | None:
+    """The cost the provider reported, or None when it priced none of the calls (a local model): unknown, not $0."""
+    return None if usage.lm_calls and usage.unpriced_calls >= usage.lm_calls else usage.cost
 
 
 def _tokens(pred: Any) -> int:
@@ -89,7 +94,7 @@ class DeepAgentSystem:
         tokens = sum(int(entry.get("total_tokens") or 0) for entry in usage.get_total_tokens().values())
         pred = dspy.Prediction(result=run.result, run=run)
         return Outcome(pred, len(run.steps), tokens or run.usage.tokens, run.error if run.status == "failed" else None,
-                       run.tree_usage().cost)
+                       priced(run.tree_usage()))
 
 
 class CoTSystem:
@@ -105,7 +110,7 @@ class CoTSystem:
         task = f"{_task_text(example)}\n\nContext:\n{inline}" if inline else _task_text(example)
         with dspy.context(lm=self.lm, track_usage=True, caller_modules=[UsageSink(meter)]):
             pred = self.module(task=task)
-        return Outcome(pred, 1, _tokens(pred) or meter.usage.tokens, cost=meter.usage.cost)
+        return Outcome(pred, 1, _tokens(pred) or meter.usage.tokens, cost=priced(meter.usage))
 
 
 class ReActSystem:
@@ -128,7 +133,32 @@ class ReActSystem:
             finally:
                 deactivate(token)
         steps = sum(key.startswith("tool_name_") for key in (pred.get("trajectory") or {}))
-        return Outcome(pred, steps, _tokens(pred) or run.usage.tokens, cost=run.usage.cost)
+        return Outcome(pred, steps, _tokens(pred) or run.usage.tokens, cost=priced(run.usage))
+
+
+class RLMSystem:
+    """Bare ``dspy.RLM("task -> result")``: DSPy's own prompt, no tools of ours (only ``llm_query`` and
+    ``SUBMIT``), the same Python REPL as the deep agent's over the task's variables (DSPy's default
+    sandbox needs Deno), so what differs from the deep agent is the harness, not the interpreter."""
+
+    def __init__(self, agent: "DeepAgent", lm: Any):
+        self.lm = lm
+        self.agent = agent
+
+    def __call__(self, example: dspy.Example) -> Outcome:
+        run = Run(example.task, profile="rlm")
+        with tempfile.TemporaryDirectory(prefix="deepagent-rlm-") as workspace:
+            namespace = _prepare(example, workspace)
+            session = Session(run, Workspace(workspace), agent=self.agent)
+            module = dspy.RLM("task -> result", max_iters=self.agent.max_iters, max_llm_calls=self.agent.max_llm_calls,
+                              interpreter_factory=self.agent.interpreter_factory(session, namespace))
+            token = activate(session)
+            try:
+                with dspy.context(lm=self.lm, track_usage=True, caller_modules=[UsageSink(run)]):
+                    pred = module(task=_task_text(example))
+            finally:
+                deactivate(token)
+        return Outcome(pred, len(pred.get("trajectory") or []), _tokens(pred) or run.usage.tokens, cost=priced(run.usage))
 
 
 def systems_for(agent: "DeepAgent", baselines: Iterable[str] = (), optimized: "DeepAgent | None" = None,
@@ -139,7 +169,8 @@ def systems_for(agent: "DeepAgent", baselines: Iterable[str] = (), optimized: "D
     for name in baselines:
         if name not in BASELINES:
             raise ValueError(f"unknown baseline {name!r}; choose from: {', '.join(BASELINES)}")
-        systems[name] = CoTSystem(lm) if name == "cot" else ReActSystem(agent, lm)
+        systems[name] = {"cot": CoTSystem, "react": ReActSystem, "rlm": RLMSystem}[name](
+            *((lm,) if name == "cot" else (agent, lm)))
     systems[DEEP_AGENT] = DeepAgentSystem(agent)
     if optimized is not None:
         systems[OPTIMIZED] = DeepAgentSystem(optimized)

@@ -93,7 +93,7 @@ def test_every_reader_says_abandoned_after_sigkill(killed):
     assert replay(record).status == "abandoned"
     notebook = to_notebook(record)
     assert notebook.metadata["deepagent"]["status"] == "abandoned"
-    assert "**abandoned**" in notebook.cells[0].source
+    assert "<strong>abandoned</strong>" in notebook.cells[0].source
     assert "abandoned" in STATUSES
 
 
@@ -131,6 +131,7 @@ def test_a_reused_pid_is_not_mistaken_for_the_writer(tmp_path):
     assert load_record(init)["status"] == "abandoned"
 
 
+@pytest.mark.subprocess
 def test_a_dead_pid_and_open_sub_agents_are_abandoned(tmp_path):
     probe = subprocess.Popen([sys.executable, "-c", "pass"])
     probe.wait()

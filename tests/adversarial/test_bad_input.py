@@ -291,7 +291,9 @@ def test_trace_and_export_of_a_planted_record(ip, planted, tmp_path, run_id):
 
 def test_the_agent_can_plant_a_record_and_the_magics_survive(ip, tmp_path):
     bad = json.dumps({"id": "planted-by-agent", "steps": [{"children": "x", "index": []}], "usage_total": "lots"})
-    ip.user_ns["lm"] = ScriptedLM([("Plant.", f"write_file('.deepagent/runs/zz.json', {bad!r})"), *DONE])
+    target = tmp_path / ".deepagent" / "runs" / "zz.json"  # the tools refuse .deepagent/; the agent's own code can
+    ip.user_ns["lm"] = ScriptedLM([("Plant.", f"import os\nos.makedirs({str(target.parent)!r}, exist_ok=True)\n"
+                                              f"open({str(target)!r}, 'w').write({bad!r})"), *DONE])
     assert run_cell(ip, "--lm lm").error_in_exec is None
     with capture_output():
         for line in ("%deepagent_runs", "%deepagent_trace zz --display text", "%deepagent_trace zz --step 1",

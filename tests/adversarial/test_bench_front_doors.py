@@ -60,7 +60,7 @@ def test_the_command_line_says_when_every_task_failed(tmp_path, capsys, monkeypa
     def no_key(request):
         raise RuntimeError("AuthenticationError: invalid api key")
 
-    monkeypatch.setattr(cli_bench, "model_from_spec", lambda spec, *args: ScriptedLM(no_key))
+    monkeypatch.setattr(cli_bench, "model_from_spec", lambda spec, *args, **kwargs: ScriptedLM(no_key))
     bench_data.dabench(tmp_path / "cache")
     status = main(["bench", "dabench", "--lm", "openai/gpt-4o-mini", "--cache-dir", str(tmp_path / "cache"),
                    "--out", str(tmp_path / "out"), "--quiet"])
@@ -71,12 +71,12 @@ def test_the_command_line_says_when_every_task_failed(tmp_path, capsys, monkeypa
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["bench", "nope"], "unknown suite 'nope'; choose one of: dabstep, dabench, oolong"),
+    (["bench", "nope"], "unknown suite 'nope'; choose one of: dabstep, dabench, oolong, sklearn"),
     (["bench", "dabench", "--limit", "0"], "--limit: must be positive, got 0"),
     (["bench", "dabench", "--limit", "-1"], "--limit: must be positive, got -1"),
     (["bench", "dabench", "--limit", "many"], "--limit: 'many' is not a whole number"),
     (["bench", "dabench", "--threads", "0"], "--threads: must be positive, got 0"),
-    (["bench", "dabench", "--baselines", "cot,langchain"], "unknown baseline langchain; choose from: cot, react"),
+    (["bench", "dabench", "--baselines", "cot,langchain"], "unknown baseline langchain; choose from: cot, react, rlm"),
     (["bench", "dabench"], "no model"),
     (["bench", "dabench", "--lm", "gpt4"], "is not a model id"),
     (["bench", "dabench", "--lm", "openai/gpt-4o-mini", "--split", "test"], "dabench has no split 'test'"),

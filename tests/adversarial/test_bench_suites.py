@@ -200,7 +200,7 @@ def test_the_report_files_hold_the_table(tmp_path):
                      "dabench-dev.md"]
     data = json.loads((tmp_path / "out/dabench-dev.json").read_text())
     assert data["suite"] == "dabench" and data["split"] == "dev" and data["lm"].startswith("scripted")
-    assert set(data["summary"]["deep agent"]) == {"tasks", "scored", "accuracy", "tokens_per_task", "cost",
+    assert set(data["summary"]["deep agent"]) == {"tasks", "scored", "accuracy", "steps_per_task", "tokens_per_task", "cost",
                                                   "cost_per_task", "seconds_per_task", "failures"}
     assert len(data["rows"]) == 2 and {row["task_id"] for row in data["rows"]} == {"0"}
     markdown = (tmp_path / "out/dabench-dev.md").read_text()
@@ -216,9 +216,9 @@ def test_cost_and_time_are_summed_per_system():
              "error": "RateLimitError: 429" if i == 3 else None} for i in range(4)]
     report = BenchReport("dabench", "InfiAgent-DABench", "dev", "openai/gpt-4o-mini", "accuracy", ["deep agent"], rows)
     each = report.summary()["deep agent"]
-    assert each == {"tasks": 4, "scored": 4, "accuracy": 0.5, "tokens_per_task": 150.0, "cost": 1.0,
-                    "cost_per_task": 0.25, "seconds_per_task": 2.0, "failures": 1}
-    assert "| deep agent | 50.0% (4 scored) | 150 | $1.0000 | $0.2500 | 2.00 | 1/4 |" in report.to_markdown()
+    assert each == {"tasks": 4, "scored": 4, "accuracy": 0.5, "steps_per_task": 1.0, "tokens_per_task": 150.0,
+                    "cost": 1.0, "cost_per_task": 0.25, "seconds_per_task": 2.0, "failures": 1}
+    assert "| deep agent | 50.0% (4 scored) | 1.0 | 150 | $1.0000 | $0.2500 | 2.00 | 1/4 |" in report.to_markdown()
 
 
 def test_the_cache_dir_comes_from_the_environment(tmp_path, monkeypatch):

@@ -1,6 +1,6 @@
 """Spend caps hold through the retries inside one step (issue 11 follow-up).
 
-A step is admitted once (`observer.StepPredict`), but it may make many requests: a reply nothing can
+A step is admitted once (`core.loop.pipeline`), but it may make many requests: a reply nothing can
 read is asked for again (`core/loop/attempts.py`), a provider fault is retried (`core/model/retries.py`). Before
 each retry request the caps are checked as a step's admission checks them, so a model that never
 sends a readable reply, or a provider that keeps failing, cannot carry a run past its cap: at most the
@@ -21,7 +21,7 @@ import pytest
 
 from deepagent_magics import DeepAgent
 from deepagent_magics.core.loop import attempts
-from deepagent_magics.core.loop.pipeline import UsageSink
+from deepagent_magics.core.model.usage_sink import UsageSink
 from deepagent_magics.core.model.retries import RetryPolicy, with_retries
 from deepagent_magics.core.run.run import Run
 from deepagent_magics.core.run.session import Session
@@ -93,6 +93,7 @@ def test_the_cap_holds_when_readable_steps_come_first(tmp_path, many_retries):
     assert "token cap is reached" in run.config["spend"]["reached"] and len(run.steps) == 2
 
 
+@pytest.mark.kernel
 def test_a_sub_agent_s_unreadable_replies_stop_at_the_tree_s_cap(tmp_path, many_retries):
     parent = [("Delegate.", "out = delegate('count the words')\nprint(out)"), ("More.", "x = 1")]
     lm = ScriptedLM(scripts={"": parent, "count the words": [UNREADABLE] * (MANY + 5)}, replies="",

@@ -88,6 +88,7 @@ def assert_requests(lm) -> None:
 
 
 # --------------------------------------------------------------------------- a sub-agent's kernel
+@pytest.mark.kernel
 def test_a_kernel_facade_call_makes_a_request_not_a_messages_call(pool):
     lm = SpyLM([("Predict.", PREDICT), ("Done.", "SUBMIT(result=report)")], replies=replies)
     rlm = dspy.RLM("question -> result", max_iters=4, interpreter_factory=KernelInterpreterFactory(pool=pool, timeout=60))
@@ -97,6 +98,7 @@ def test_a_kernel_facade_call_makes_a_request_not_a_messages_call(pool):
     assert_requests(lm)
 
 
+@pytest.mark.kernel
 def test_a_delegated_sub_agent_facade_call_makes_a_request(pool, tmp_path):
     lm = SpyLM(scripts={
         "FC-ROOT": [("Delegate.", "r = delegate('FC-CHILD: predict')\nprint(r)"), ("Done.", "SUBMIT(result=r)")],

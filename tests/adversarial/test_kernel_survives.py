@@ -90,6 +90,7 @@ def test_exit_through_the_magic_keeps_the_users_variables_and_reports_ok(ip, tmp
     assert EXIT_MESSAGE in run.steps[0].output
 
 
+@pytest.mark.subprocess
 def test_signals_and_kills_aimed_elsewhere_still_work(ip, tmp_path):
     """Host code (and the agent) may still signal other processes: a sub-agent's kernel group is killed that way."""
     code = (
@@ -107,6 +108,7 @@ def test_signals_and_kills_aimed_elsewhere_still_work(ip, tmp_path):
     assert run.steps[0].output == f"{-signal.SIGKILL} {-signal.SIGTERM}"
 
 
+@pytest.mark.subprocess
 def test_a_forked_child_of_agent_code_can_still_exit(tmp_path):
     """The refusals hold in the kernel's own process only: a forked child's os._exit still ends the child."""
     code = (
@@ -121,6 +123,7 @@ def test_a_forked_child_of_agent_code_can_still_exit(tmp_path):
     assert run.steps[0].output == "7"
 
 
+@pytest.mark.subprocess
 def test_the_refusals_are_lifted_after_the_run(tmp_path):
     """Outside agent code nothing is patched: the process's exits are the real ones again."""
     import os
@@ -175,13 +178,13 @@ def test_a_run_whose_set_up_fails_still_ends(tmp_path):
     def broken_hook(agent, run, lms):
         raise SystemExit("hook broke")
 
-    extensions.add_run_hook(broken_hook)
+    extensions.default().add_run_hook(broken_hook)
     try:
         run = Run("t")
         with pytest.raises(SystemExit):
             DeepAgent(lm=ScriptedLM([("x", "SUBMIT(result='x')")]), workspace=tmp_path).run("t", {}, run=run)
     finally:
-        extensions._run_hooks.remove(broken_hook)
+        extensions.default().run_hooks.remove(broken_hook)
     assert run.status == "failed" and run.ended_at is not None
 
 

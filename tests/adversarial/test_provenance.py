@@ -143,7 +143,7 @@ def test_undo_keeps_a_name_the_user_rebound_since_and_names_what_it_cannot_resto
     ip.user_ns["result"] = "mine now"
     ip.run_line_magic("deepagent_undo", "")
     out = capsys.readouterr().out
-    assert ip.user_ns["result"] == "mine now" and "kept (you have rebound them since): result" in out
+    assert ip.user_ns["result"] == "mine now" and "kept (you have set them since): result" in out
     assert "NOT restored" in out and "rows" in out and ip.user_ns["rows"] == [1, 2, 3, 4]
 
 

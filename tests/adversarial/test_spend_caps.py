@@ -268,13 +268,15 @@ def test_nonsense_token_counts_count_nothing():
         budget.admit()
 
 
-def test_lm_calls_the_agent_makes_around_the_tools_are_counted_and_the_next_step_is_refused(tmp_path):
-    # Root code runs with the user's powers (docs/safety.md) and can call an LM object directly; such a
-    # call cannot be checked before it starts, but it is counted, so nothing after it starts.
-    code = "import importlib\nreal = importlib.import_module('dspy')\nfor i in range(3):\n    real.settings.lm(f'q{i}')"
+def test_lm_calls_the_agent_makes_around_the_tools_are_checked_and_counted(tmp_path):
+    # Root code runs with the user's powers (docs/safety.md) and can call an LM object directly: each such
+    # call is admitted on its own (runtime_checks/lm_calls), counted, and the one that would not fit raises.
+    code = ("import importlib\nreal = importlib.import_module('dspy')\nfor i in range(3):\n    real.settings.lm(f'q{i}')\n"
+            "print('never')")
     lm = ScriptedLM([("Go around llm_query.", code)] + counting_steps(3), replies="", tokens=(STEP, 0))
     run = agent(lm, tmp_path, max_tokens=250).run("around", namespace={})
-    assert run.tree_usage().tokens == 400 + 100 and len(run.steps) == 1  # the step, three direct calls, the answer
+    assert run.tree_usage().tokens == 300 + 100 and len(run.steps) == 1  # the step, two direct calls, the answer
+    assert "spend cap" in run.steps[0].output and "never" not in run.steps[0].output
     assert "token cap" in run.error
 
 

@@ -230,7 +230,7 @@ def test_the_dashboard_shows_the_partial_reasoning_and_writing_in_its_status_bef
 # ---------------------------------------------------------------- what the run records
 def comparable(record: dict) -> dict:
     drop = {"id", "thread", "run", "started_at", "ended_at", "time", "elapsed", "writer", "workspace", "updated_at",
-            "pid", "host"}
+            "pid", "host", "host_mac"}  # host_mac: the signature (records/host_key.py) covers all of it
 
     def clean(value):
         if isinstance(value, dict):

@@ -333,6 +333,7 @@ print("debugger ok")
 """
 
 
+@pytest.mark.subprocess
 def test_a_debugger_still_works_after_a_run_whose_step_timed_out():
     """In a fresh process (a hang here must not hang the suite): a run whose step timed out, then tracing."""
     import subprocess

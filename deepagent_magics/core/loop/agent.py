@@ -18,17 +18,17 @@ from typing import Any, Callable, Iterable
 import dspy
 
 from ..policy import approval
-from . import extensions
+from . import extensions as _extensions
 from ..model import step_streaming as streaming
 from ..run import conversations as threads
-from ..model.compaction import DEFAULT_COMPACT_AT
 from .ending import end_early
 from ..model.failures import made_up, reason
 from ..model.lm import lm_label, resolve_lm
 from . import inputs_view, instructions as action_instructions
 from .rlm_seam import AgentRLM
 from .variables import BUDGET as VARIABLES_CHARS, variables_view
-from .pipeline import HISTORY_SIZE, UsageSink, observe_steps
+from ..model.usage_sink import HISTORY_SIZE, UsageSink
+from .pipeline import observe_steps
 from .profiles import instructions_hash, load_profile
 from ..model.retries import RetryPolicy, with_retries
 from ..run.run import Listener, Run
@@ -37,8 +37,9 @@ from ..run.session import NamespaceBusy, Session, activate, claim, deactivate, r
 from .subagent_types import check_types
 from ..policy.spend import CapReached, SpendBudget, check_caps
 from ..workspace.workspace import Workspace
+from ...settings import AGENT, SETTINGS, agent_settings, at, described, with_settings
 
-DEFAULT_TIMEOUT = 120.0  # seconds one code block may run
+DEFAULT_TIMEOUT = SETTINGS["timeout"].default  # seconds one code block may run
 
 INPUT_FIELDS = {
     "task": "What the user (or the parent agent) asked for",
@@ -64,44 +65,35 @@ def build_signature(instructions: str, depth: int = 0) -> type[dspy.Signature]:
 class DeepAgent(dspy.Module):
     """A deep agent: plans with todos, works in a workspace, runs code in a live namespace.
 
+    Its settings are keywords, the same ones (name, default, meaning) as the magics' and the command
+    line's flags (``deepagent_magics/settings.py``, listed below). Besides them:
+
     Args:
-        lm: the LM for the loop (an LM object or a model id); default: ``dspy.settings.lm``,
-            then ``DEEPAGENT_LM``.
-        sub_lm: the LM behind ``llm_query``; default: the loop's LM.
-        workspace: the directory the file tools are rooted at (created if missing).
-        max_iters: the most code steps the agent may take.
-        max_llm_calls: the most ``llm_query`` calls per run.
-        profile: the prompt file in ``prompts/`` to take instructions from.
-        timeout: seconds one code block may run before it is stopped.
         tools: extra typed, documented callables to offer the agent.
         instructions: instructions to use instead of the profile's.
-        max_depth: how deep sub-agents may nest (0: no delegation); an agent at the limit
-            gets an error from ``delegate``.
-        max_subagents: the most sub-agents the whole tree of one run may start.
-        subagent_max_iters: ``max_iters`` for every sub-agent.
-        subagent_timeout: wall-clock seconds a sub-agent may run before its kernel is stopped.
-        max_parallel: the most sub-agents one ``delegate_batched`` runs at the same time.
+        max_output_chars: the most characters of a code block's output the model reads.
+        depth: how deep in a tree of sub-agents this agent is (0: the root).
         pool: the `KernelPool` sub-agents take their kernels from (default: the process-wide one).
-        mcp_servers: MCP servers (command lines for stdio, or http(s) URLs) whose tools the agent
-            gets too (``tools/mcp_servers.py``); one that cannot start raises ``MCPError``.
         subagents: `SubAgentType`s it (and its sub-agents) may delegate to by name
             (``delegate(task, agent="NAME")``; `core.loop.subagent_types`).
-        max_cost, max_tokens, max_time: spend caps (USD, tokens, seconds) for the whole tree of a run,
-            root and sub-agents together (`core.policy.spend`); a bad value raises ``ValueError``.
-        approve: when a code block needs the user's approval first (``core/policy/approval.py``): ``never``,
-            ``risky``, ``always``, or a callable ``(proposal) -> decision``; sub-agents ask the same user.
-        approve_rules: the risk rules ``risky`` uses (``core/policy/risk.py``): None for all, or rule names
-            (``"-network"`` off, ``"none,subagents"`` only that one), or a dict {rule: bool}.
-        undo_limit: the biggest of the user's objects (bytes) a run copies before changing it in
-            place, so that ``%deepagent_undo`` can restore it (``interpreters/provenance.py``); 0: none.
+        extensions: what the rooms above the core give this agent (its tools, REPL, run hooks, prompt
+            providers: `core.loop.extensions.Extensions`); default: the package's standard set.
+
+    Of the settings: ``lm`` is an LM object or a model id (default: ``dspy.settings.lm``, then
+    ``DEEPAGENT_LM``); ``mcp_servers``' tools come from ``tools/mcp_servers.py`` (one that cannot start
+    raises ``MCPError``); the spend caps ``max_cost``, ``max_tokens``, ``max_time`` hold for the whole tree
+    of a run (`core.policy.spend`; a bad value raises ``ValueError``); ``approve`` is ``never``,
+    ``risky``, ``always`` or a callable ``(proposal) -> decision`` (``core/policy/approval.py``), and
+    ``approve_rules`` None, rule names (``"-network"``, ``"none,subagents"``) or a dict {rule: bool}
+    (``core/policy/risk.py``); ``undo_limit`` is in bytes here (``interpreters/provenance.py``).
+
+    Settings:
+{settings}
     """
 
     ask: Any = approval.STDIN  # how approval asks: the kernel's stdin; None: no one to ask (%deepagent_eval)
 
     record_runs = True  # write each root run to <workspace>/.deepagent/runs/<id>.json (records/)
-    compact_at: float | int | None = DEFAULT_COMPACT_AT  # tokens, or a fraction of the context window (compaction.py)
-    skills_dir: str | None = None  # the user-wide skills folder (skills.py; default: DEEPAGENT_SKILLS_DIR, ~/.deepagent/skills)
-    stream = True  # show each step's reasoning and code while the model writes them (streaming.py)
     task_chars = inputs_view.TASK_CHARS  # the request shows the task whole up to this, cut at line ends
     context_chars = inputs_view.CONTEXT_CHARS  # likewise the context (recent cells, earlier turns, memories)
     variables_chars = VARIABLES_CHARS  # the variables view's budget (core.loop.variables)
@@ -110,61 +102,35 @@ class DeepAgent(dspy.Module):
     def __init__(
         self,
         *,
-        lm: Any = None,
-        sub_lm: Any = None,
-        workspace: str | os.PathLike = ".",
-        max_iters: int = 20,
-        max_llm_calls: int = 50,
-        profile: str = "default",
-        timeout: float | None = DEFAULT_TIMEOUT,
         tools: Iterable[Callable[..., Any]] = (),
         instructions: str | None = None,
         max_output_chars: int = 10_000,
         depth: int = 0,
-        max_depth: int = 2,
-        max_subagents: int = 16,
-        subagent_max_iters: int = 10,
-        subagent_timeout: float | None = 600.0,
-        max_parallel: int = 4,
         pool: Any = None,
-        mcp_servers: Iterable[str] = (),
         subagents: Iterable[Any] = (),
-        max_cost: float | None = None,
-        max_tokens: int | None = None,
-        max_time: float | None = None,
-        approve: Any = "never",
-        approve_rules: Any = None,
-        undo_limit: int = 10_000_000,
+        extensions: Any = None,
+        **settings: Any,
     ):
         super().__init__()
+        self.extensions = extensions if extensions is not None else _extensions.default()
+        for name, value in agent_settings(settings).items():  # every setting of the table: given, else its default
+            setattr(self, name, value)
         self.subagents = check_types(subagents)
-        caps = check_caps(max_cost=max_cost, max_tokens=max_tokens, max_time=max_time)
+        caps = check_caps(max_cost=self.max_cost, max_tokens=self.max_tokens, max_time=self.max_time)
         self.max_cost, self.max_tokens, self.max_time = caps["max_cost"], caps["max_tokens"], caps["max_time"]
-        self.lm = lm
-        self.sub_lm = sub_lm
-        self.workspace = Path(workspace)
-        self.max_iters = max_iters
-        self.max_llm_calls = max_llm_calls
-        self.profile = profile
-        self.timeout = timeout
+        self.workspace = Path(self.workspace)
         self.depth = depth
-        self.max_depth = max_depth
-        self.max_subagents = max_subagents
-        self.subagent_max_iters = subagent_max_iters
-        self.subagent_timeout = subagent_timeout
-        self.max_parallel = max_parallel
         self.pool = pool
-        self.mcp_servers = list(mcp_servers)
-        self.approve = approval.check_policy(approve)
-        self.approve_rules = approval.parse_rules(approve_rules)
-        self.undo_limit = undo_limit  # bytes: the user's objects up to this size are copied so undo can restore them
+        self.mcp_servers = list(self.mcp_servers)
+        self.approve = approval.check_policy(self.approve)
+        self.approve_rules = approval.parse_rules(self.approve_rules)
         self.extra_tools = list(tools)
-        self.extra_tools += extensions.server_tools(self.mcp_servers, taken={t.__name__ for t in self.builtin_tools()
+        self.extra_tools += self.extensions.server_tools(self.mcp_servers, taken={t.__name__ for t in self.builtin_tools()
                                                                             + self.extra_tools})
         if instructions is None:
-            instructions = load_profile(profile).instructions(depth=depth, max_depth=max_depth)
-        self.rlm = self.make_rlm(build_signature(instructions, depth), max_iters=max_iters,
-                                 max_llm_calls=max_llm_calls, max_output_chars=max_output_chars)
+            instructions = load_profile(self.profile).instructions(depth=depth, max_depth=self.max_depth)
+        self.rlm = self.make_rlm(build_signature(instructions, depth), max_iters=self.max_iters,
+                                 max_llm_calls=self.max_llm_calls, max_output_chars=max_output_chars)
 
     def make_rlm(self, signature: type[dspy.Signature], rlm_class: type[AgentRLM] = AgentRLM, **settings: Any) -> Any:
         """The agent's ``dspy.RLM``, whose action prompt is ours (`rlm_seam`): the profile's text, the REPL's
@@ -187,13 +153,13 @@ class DeepAgent(dspy.Module):
 
     # ------------------------------------------------------------ extension points
     def builtin_tools(self) -> list[Callable[..., Any]]:
-        """The tools every agent gets (registered in `extensions`: todos, files, delegation)."""
-        return extensions.builtin_tools()
+        """The tools this agent's extensions give it (the standard set: todos, files, delegation, ...)."""
+        return self.extensions.builtin_tools()
 
     def interpreter_factory(self, session: Session | None = None, namespace: dict | None = None,
                             shell: Any = None) -> Callable[[], Any]:
         """The REPL of this agent's runs: the live namespace for a root agent (a sub-agent overrides it)."""
-        return extensions.root_interpreter(self, session, namespace, shell)
+        return self.extensions.root_interpreter(self, session, namespace, shell)
 
     # ------------------------------------------------------------ reading
     @property
@@ -217,26 +183,17 @@ class DeepAgent(dspy.Module):
 
     def config(self) -> dict[str, Any]:
         """The run settings, for the run record (model names only: never keys)."""
-        return {
-            "lm": lm_label(self.lm) if self.lm is not None else None,
-            "sub_lm": lm_label(self.sub_lm) if self.sub_lm is not None else None,
-            "workspace": str(self.workspace),
-            "max_iters": self.max_iters,
-            "max_llm_calls": self.max_llm_calls,
-            "profile": self.profile,
-            "timeout": self.timeout,
-            "depth": self.depth,
-            "max_depth": self.max_depth,
-            "max_subagents": self.max_subagents,
-            "subagent_max_iters": self.subagent_max_iters,
-            "subagent_timeout": self.subagent_timeout,
-            "max_parallel": self.max_parallel,
-            **({"subagents": sorted(self.subagents)} if getattr(self, "subagents", None) else {}),
-            "max_cost": getattr(self, "max_cost", None),
-            "max_tokens": getattr(self, "max_tokens", None),
-            "max_time": getattr(self, "max_time", None),
-            "approve": approval.policy_label(getattr(self, "approve", "never")),
-        }
+        config = {s.name: getattr(self, s.name, s.to_agent(s.default)) for s in at(AGENT) if s.recorded}
+        config.update(
+            lm=lm_label(self.lm) if self.lm is not None else None,
+            sub_lm=lm_label(self.sub_lm) if self.sub_lm is not None else None,
+            workspace=str(self.workspace),
+            depth=self.depth,
+            approve=approval.policy_label(config["approve"]),
+        )
+        if getattr(self, "subagents", None):
+            config["subagents"] = sorted(self.subagents)
+        return config
 
     # ------------------------------------------------------------ running
     def run(
@@ -301,14 +258,14 @@ class DeepAgent(dspy.Module):
         run.config["workspace"] = str(root)
         session = Session(run, Workspace(root, on_write=run.record_file), agent=self)
         context = threads.join(run, thread, namespace, context, root)  # a follow-up: the earlier turns first
-        for hook in extensions.run_hooks():  # e.g. the run record (records/)
+        for hook in list(self.extensions.run_hooks):  # e.g. the run record (records/)
             hook(self, run, {"lm": lm, "sub_lm": sub_lm})
         self.rlm.max_iters = self.max_iters
         self.rlm.max_llm_calls = self.max_llm_calls
         self.rlm.sub_lm = sub_lm
         run.prompt_hash = self.prompt_hash
         run.max_iters = self.max_iters
-        context = extensions.extra_context(self, task, namespace, root, context)  # memories, earlier turns
+        context = self.extensions.extra_context(self, task, namespace, root, context)  # memories, earlier turns
         tool_names = {tool.__name__ for tool in self.builtin_tools() + self.extra_tools}
         summary = "" if self.depth else variables_view(namespace, task=task, exclude=tool_names | {"SUBMIT"},
                                                        agent_names=agent_names, budget=self.variables_chars)
@@ -363,8 +320,8 @@ class DeepAgent(dspy.Module):
         """This run's interpreter factory, carrying what this run adds to the action prompt (`rlm_seam`):
         where the workspace is, then the instruction providers' text (the sub-agent types, the skills)."""
         factory = self.interpreter_factory(session, namespace, shell)
-        parts = [] if self.depth else [workspace_line(root)]
-        parts.append(extensions.extra_instructions(self, root))
+        parts = [] if self.depth else [action_instructions.workspace_line(root)]
+        parts.append(self.extensions.extra_instructions(self, root))
         factory.run_instructions = "\n\n".join(part for part in parts if part)
         return factory
 
@@ -376,8 +333,5 @@ class DeepAgent(dspy.Module):
         return dspy.Prediction(result=run.result, run=run)
 
 
-def workspace_line(root: Path) -> str:
-    """Where the root's files are: the workspace, and the kernel's own directory when that differs."""
-    where, here = Path(root).resolve(), Path.cwd().resolve()
-    text = f"The workspace is {where}: the file tools' paths are relative to it"
-    return text + (f"; your kernel's working directory is {here}." if here != where else ", and it is your working directory.")
+DeepAgent.__doc__ = DeepAgent.__doc__.replace("{settings}", described(AGENT, indent="        "))
+DeepAgent.__init__.__signature__ = with_settings(DeepAgent.__init__, AGENT)  # help() and editors list them

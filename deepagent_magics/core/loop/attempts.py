@@ -1,7 +1,8 @@
 """One agent step's request to the model, made until it yields a step that can run.
 
-`StepPredict` (``core.loop.pipeline``) hands each step's call here. The call goes out with the
-repairing adapter (`replies.ChatAdapter`) and the compacted history (`compaction`). Then:
+The step pipeline's ``attempts`` layer (``core.loop.pipeline``) hands each step's call here; every
+request goes out with the repairing adapter (`replies.ChatAdapter`) through the layers inside this one
+(compaction, the user's notes, cache marks, streaming). Then:
 
 - a reply nothing can read (empty, prose only, a refusal, the prompt repeated), or one cut off
   at the token limit before it was complete, is not run: the model is asked again with a note
@@ -14,7 +15,7 @@ repairing adapter (`replies.ChatAdapter`) and the compacted history (`compaction
 
 Each retry is a ``reply_retry`` event on the run (data: step, attempt, problem), so the
 display and the record show it; the step the run records is the one that ran. The step's first
-request was admitted with the step (the tree's spend caps, `observer`); before each retry request
+request was admitted with the step (the tree's spend caps, the pipeline's admission); before each retry request
 the caps are checked again (`spend.check_retry`), so a model that never sends a readable reply
 cannot carry the run past a cap: `CapReached` ends it as a cap at a step boundary does.
 """
@@ -30,22 +31,23 @@ import dspy
 from dspy.primitives.repl_types import REPLHistory
 from dspy.utils.exceptions import AdapterParseError, ContextWindowExceededError
 
-from ..model.compaction import KEEP_VERBATIM, compact, compactor_for
+from ...errors import DeepAgentError
+from ..model.compaction import KEEP_VERBATIM, compactor_for
 from ..model.replies import COMPLETED, action_adapter, diagnose
 from ..policy.spend import check_retry
+from ..run.event_kinds import REPLY_RETRY
 
 FORMAT_RETRIES = 2  # a step's extra requests after replies no one can read
-REPLY_RETRY = "reply_retry"  # the run event (data: step, attempt, problem)
 FEEDBACK = ("[Format error] Your last reply could not be used: {problem}. Nothing was run. Reply again with "
             "the section [[ ## reasoning ## ]] (a few sentences), then [[ ## code ## ]] with Python code in a "
             "```python block, then [[ ## completed ## ]].")
 
 
-class UnreadableReply(RuntimeError):
+class UnreadableReply(DeepAgentError, RuntimeError):
     """The model's replies for one step could not be read, however often it was asked."""
 
 
-class ContextTooLong(RuntimeError):
+class ContextTooLong(DeepAgentError, RuntimeError):
     """The step's prompt does not fit the model's context window and compaction cannot shorten it."""
 
 
@@ -132,8 +134,9 @@ class _Step:
             check_retry(self.session.run)
 
     def inputs(self) -> dict[str, Any]:
-        shown = _with_feedback(self.kwargs, self.problem) if self.problem else self.kwargs
-        return compact(self.session, shown)
+        """This request's inputs: the step's, with a note on the last unreadable reply (compaction is the
+        next layer of the pipeline, so the note is compacted like the rest of the history)."""
+        return _with_feedback(self.kwargs, self.problem) if self.problem else self.kwargs
 
     def judge(self, replies: _Replies, exc: BaseException | None, prediction: Any = None) -> bool:
         """True to ask again; raises when the step has failed for good."""

@@ -24,14 +24,13 @@ from typing import Any
 from ..model.failures import reason as failure_reason
 from ..policy.spend import CapReached, budget_of
 from ..run.stopping import StopRun
+from ..run.event_kinds import SPEND_CAP
 
-LAST_INPUTS = "last_action_inputs"  # session.extras: the action inputs of the newest step
-SPEND_CAP = "spend_cap"  # run event (data: reason): a cap stopped the run's tree
 
 
 def remember(session: Any, kwargs: dict[str, Any]) -> None:
     if session is not None:
-        session.extras[LAST_INPUTS] = {"variables_info": kwargs.get("variables_info"),
+        session.last_inputs = {"variables_info": kwargs.get("variables_info"),
                                        "repl_history": kwargs.get("repl_history")}
 
 
@@ -47,7 +46,7 @@ def end_early(rlm: Any, session: Any, exc: BaseException, output_field: str) -> 
     if budget is not None:
         run.config["spend"] = budget.to_dict()
     run.emit(SPEND_CAP, reason=reason)
-    inputs = session.extras.get(LAST_INPUTS)
+    inputs = session.last_inputs
     if run.parent is not None or not inputs:
         run.finish("budget_exhausted", error=reason)
         return run

@@ -118,3 +118,12 @@ def first_paragraph(func: Callable[..., Any]) -> str:
     if not text:
         return "(no description)"
     return text if len(text) <= DOC_CHARS else text[: DOC_CHARS - 1] + "…"
+
+
+def workspace_line(root: Any) -> str:
+    """Where the root's files are: the workspace, and the kernel's own directory when that differs."""
+    from pathlib import Path
+
+    where, here = Path(root).resolve(), Path.cwd().resolve()
+    text = f"The workspace is {where}: the file tools' paths are relative to it"
+    return text + (f"; your kernel's working directory is {here}." if here != where else ", and it is your working directory.")

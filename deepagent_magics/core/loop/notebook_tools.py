@@ -32,7 +32,7 @@ def taken_names() -> set[str]:
     """The names of every built-in tool (the registered tool sets) and the reserved ones."""
     from . import extensions
 
-    return {tool.__name__ for tool in extensions.builtin_tools()} | set(RESERVED)
+    return {tool.__name__ for tool in extensions.default().builtin_tools()} | set(RESERVED)
 
 
 ERROR_CHARS = 500

@@ -1,103 +1,204 @@
-"""How a run learns what DSPy did: a step begins when the LM has proposed its reasoning and
-code; every LM call's usage (tokens and cost) is added to the run that made it.
+"""The step pipeline: what wraps the model call of one agent step, in order, in one place.
 
-Neither pays for DSPy callbacks (with a callback active, DSPy inspects the arguments of
-every module, adapter and LM call):
+RLM calls its action predictor once per iteration; `observe_steps` makes that predictor a
+`StepPredict`, whose call goes through `STEP_PIPELINE`, outermost layer first. Each layer says why
+it sits where it does. The sync and async paths run the same list (`compose`); a layer whose
+``applies`` is false for this step is not built at all, so a run pays only for what it uses (no
+caps: no admission; no streaming wanted: no stream wrapper; no notes: no history rewrite).
 
-- `StepPredict` is the agent's action predictor, reporting each step it returns. The run
-  it reports to is the session active in the calling thread, so one predictor serves
-  every run of a shared agent (sub-agents share built templates).
-- `UsageSink` sits in ``dspy.settings.caller_modules`` for the run. DSPy appends every
-  LM call's history entry (model, usage, cost) to each caller module's ``history``; the
-  sink's ``history`` records it on the run and keeps nothing, so a long run does not
-  hold its prompts. Each run (a sub-agent's too) gets a sink of its own in its own
-  context: usage is exact per run even when sub-agents share one LM in parallel.
-
-A run's history is bounded. Each step's prompt holds the whole REPL history, so a
-200-step run's prompts grow to hundreds of KB each and keeping them all grows memory
-with the square of the steps. The run's loop runs in ``dspy.context(max_history_size=
-HISTORY_SIZE)`` (each LM's and module's own history) and the sink strips the heavy
-fields (`HEAVY_FIELDS`) of this run's entries older than the last `KEEP_FULL`: the same
-dicts DSPy keeps in ``dspy.clients.base_lm.GLOBAL_HISTORY`` (its 10,000-entry global
-history), so usage, cost and time stay and ``dspy.inspect_history()`` still works.
-`tests/test_dspy_contract.py` fails loudly if DSPy stops sharing the entry objects.
+When the pipeline returns, the step opens on the run (``step_started``) and RLM runs its code.
+`tests/test_dspy_contract.py` fails loudly if RLM stops calling ``generate_action`` once per step.
+(Where each LM call's usage goes is `core.model.usage_sink`.)
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
-from collections import deque
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import dspy
 
-from . import ending, rlm_seam
-from ..model.replies import action_adapter
+from ..model import caching, compaction
+from ..model import step_streaming as streaming
 from ..policy import spend, steering
 from ..run import session as _session
-from ..model import step_streaming as streaming
-from .attempts import apredict_step, predict_step  # compaction, reply repair and retries (attempts.py)
-from ..model.caching import acall_marked, cached_tokens, call_marked, step_lm
-from ..run.run import Run
+from ..model.replies import action_adapter
+from . import attempts, ending, rlm_seam
+
+Call = Callable[..., Any]  # call(**inputs) -> a Prediction (or, on the async path, a coroutine of one)
+
+
+@dataclass
+class Step:
+    """One step's call as it goes through the pipeline."""
+
+    predictor: Any  # the StepPredict
+    session: Any  # the run's session (None outside a run: evaluation of the bare predictor)
+    inputs: dict[str, Any]  # what RLM passed: the task, the variables, the REPL history
+    lm: Any  # the LM the call will use
+    is_async: bool
+
+    @property
+    def run(self) -> Any:
+        return self.session.run if self.session is not None else None
+
+
+@dataclass(frozen=True)
+class Layer:
+    name: str
+    why: str
+    applies: Callable[[Step], bool]
+    wrap: Callable[[Step, Call], Call]
+
+
+# ------------------------------------------------------------ the shapes a layer takes
+def _before(action: Callable[[Step], None]) -> Callable[[Step, Call], Call]:
+    """Run ``action`` once, before the call (it may raise to refuse the step)."""
+    def wrap(step: Step, call: Call) -> Call:
+        def run(**inputs: Any) -> Any:
+            action(step)
+            return call(**inputs)  # on the async path: the coroutine, awaited by the caller
+        return run
+    return wrap
+
+
+def _inputs(change: Callable[[Step, dict[str, Any]], dict[str, Any]]) -> Callable[[Step, Call], Call]:
+    """Change the call's inputs (the same for sync and async calls)."""
+    def wrap(step: Step, call: Call) -> Call:
+        return lambda **inputs: call(**change(step, inputs))
+    return wrap
+
+
+def _within(context: Callable[[Step], Any]) -> Callable[[Step, Call], Call]:
+    """Make the call inside ``context(step)``, a context manager, held until the call returns."""
+    def wrap(step: Step, call: Call) -> Call:
+        if step.is_async:
+            async def arun(**inputs: Any) -> Any:
+                with context(step):
+                    return await call(**inputs)
+            return arun
+
+        def run(**inputs: Any) -> Any:
+            with context(step):
+                return call(**inputs)
+        return run
+    return wrap
+
+
+def _repeat(step: Step, call: Call) -> Call:
+    """Ask again until a reply can run (`attempts`)."""
+    if step.is_async:
+        return lambda **inputs: attempts.apredict_step(call, step.session, inputs)
+    return lambda **inputs: attempts.predict_step(call, step.session, inputs)
+
+
+def _cache_marked(step: Step, call: Call) -> Call:
+    """Mark the prompt's stable head, unmarked again if the client refuses the mark (`caching`)."""
+    if step.is_async:
+        return lambda **inputs: caching.acall_marked(step.lm, inputs, lambda one: call(**one))
+    return lambda **inputs: caching.call_marked(step.lm, inputs, lambda one: call(**one))
+
+
+def _streamed(step: Step, call: Call) -> Call:
+    """Stream the reply into the run's events while the model writes it (`step_streaming`)."""
+    return lambda **inputs: streaming.call(step.predictor, step.lm, inputs, lambda: call(**inputs))
+
+
+def _spend_admission(step: Step) -> Any:
+    return spend.budget_of(step.run).calls_allowed()
+
+
+def _capped(step: Step) -> bool:
+    budget = spend.budget_of(step.run)
+    return budget is not None and budget.capped
+
+
+def _steered(step: Step) -> bool:
+    return steering.steering_of(step.run) is not None
+
+
+# ------------------------------------------------------------ the pipeline, outermost first
+STEP_PIPELINE: tuple[Layer, ...] = (
+    Layer("remember inputs",
+          "first: if a cap or a stop ends the run before this step runs, its final answer is made from these",
+          lambda step: step.session is not None, _before(lambda step: ending.remember(step.session, step.inputs))),
+    Layer("stop check",
+          "before anything is spent: the user's stop button ends the run at this step boundary",
+          _steered, _before(lambda step: steering.check_stop(step.session))),
+    Layer("spend admission",
+          "the tree's caps reserve this step's call once; the retries below re-check the caps themselves",
+          _capped, _within(_spend_admission)),
+    Layer("attempts",
+          "outside everything that shapes one request: an unreadable reply or a context-length error asks "
+          "again with a fresh request, each re-checking the caps",
+          lambda step: True, _repeat),
+    Layer("compaction",
+          "per request, inside attempts: a context-length retry compacts harder and the next request sees it",
+          lambda step: compaction.compactor_for(step.session) is not None,
+          _inputs(lambda step, inputs: compaction.compact(step.session, inputs))),
+    Layer("user notes",
+          "after compaction: the user's notes follow the (compacted) history, so compaction never drops them",
+          _steered, _inputs(lambda step, inputs: steering.before_step(step.session, inputs))),
+    Layer("kept for --last",
+          "after everything that changes the inputs: what is sent is what %deepagent_prompt --last shows",
+          lambda step: step.session is not None, _inputs(lambda step, inputs: _keep_request(step, inputs))),
+    Layer("cache marks",
+          "on the final request: the stable head of exactly what is sent is marked for the provider's cache",
+          lambda step: caching.prompt_cache_for(step.lm) is not None, _cache_marked),
+    Layer("streaming",
+          "innermost, around the provider call itself: the reply is shown while the model writes it",
+          lambda step: not step.is_async and step.run is not None and streaming.wanted(step.run)
+          and streaming.can_stream(step.lm), _streamed),
+)
+
+
+def compose(step: Step, call: Call, layers: tuple[Layer, ...] | None = None) -> Call:
+    """``call`` wrapped in every layer (of `STEP_PIPELINE`) that applies to ``step``, the first outermost."""
+    for layer in reversed(STEP_PIPELINE if layers is None else layers):
+        if layer.applies(step):
+            call = layer.wrap(step, call)
+    return call
 
 
 class StepPredict(dspy.Predict):
-    """RLM's action predictor, reporting each step it proposes to the run active in the calling thread.
+    """RLM's action predictor, its call made through `STEP_PIPELINE`, each step reported to the run active
+    in the calling thread (one predictor serves every run of a shared agent: sub-agents share built templates).
 
-    `observe_steps` turns the RLM's own predictor into one (same object, same signature,
-    demos and state): the one place this package touches RLM's structure. RLM calls
-    ``generate_action`` once per iteration and runs the code it returns; a DSPy callback
-    would do the same, but DSPy then inspects the arguments of every module, adapter and
-    LM call (~0.1 ms a step). `tests/test_dspy_contract.py` fails loudly if RLM changes this.
-    Its LM call marks the prompt's stable head for the provider's cache (`caching`) and
-    streams the step into the run's events while it is written (`streaming`).
+    `observe_steps` turns the RLM's own predictor into one (same object, same signature, demos and state):
+    the one place this package touches RLM's structure (a DSPy callback would see the same calls, but DSPy
+    then inspects the arguments of every module, adapter and LM call: ~0.1 ms a step).
     """
 
     def forward(self, **kwargs: Any) -> Any:
         kwargs = rlm_seam.one_text(kwargs)  # the run's inputs as the one text the model reads
-        session = _session.active()
-        ending.remember(session, kwargs)  # what a final answer is made from if this step may not start
-        with _admit(session):  # a spend cap reached, or the user's stop: this step's LM call never starts
-
-            def call(**each: Any) -> Any:  # one request; `attempts` makes them until one can run
-                each = steering.before_step(session, each)  # the user's notes, after the (compacted) history
-                _keep_request(session, self, each)
-                lm = step_lm(self, each)
-
-                def plain(one: dict[str, Any]) -> Any:  # streamed into the run's events when it can be
-                    return streaming.call(self, lm, one, lambda: super(StepPredict, self).forward(**one))
-
-                return call_marked(lm, each, plain)
-
-            return _report(predict_step(call, session, kwargs))
+        step = self._step(kwargs, is_async=False)
+        plain = compose(step, lambda **inputs: super(StepPredict, self).forward(**inputs))
+        return _report(step, plain(**kwargs))
 
     async def aforward(self, **kwargs: Any) -> Any:
         kwargs = rlm_seam.one_text(kwargs)
-        session = _session.active()
-        ending.remember(session, kwargs)
-        with _admit(session):
+        step = self._step(kwargs, is_async=True)
+        plain = compose(step, lambda **inputs: super(StepPredict, self).aforward(**inputs))
+        return _report(step, await plain(**kwargs))
 
-            async def call(**each: Any) -> Any:
-                each = steering.before_step(session, each)
-                _keep_request(session, self, each)
-                return await acall_marked(step_lm(self, each), each,
-                                          lambda one: super(StepPredict, self).aforward(**one))
-
-            return _report(await apredict_step(call, session, kwargs))
+    def _step(self, kwargs: dict[str, Any], is_async: bool) -> Step:
+        return Step(self, _session.active(), kwargs, caching.step_lm(self, kwargs), is_async)
 
 
-def _admit(session: Any) -> Any:
-    """The step's admission: the user's stop first (`steering`), then the tree's spend caps (`spend`)."""
-    steering.check_stop(session)
-    budget = spend.budget_of_session(session)
-    return budget.calls_allowed() if budget is not None and budget.capped else contextlib.nullcontext()
+def _report(step: Step, prediction: Any) -> Any:
+    """The step opens on the run (``step_started``) with the reasoning and code RLM is about to run: the code
+    without its Markdown fences, exactly as it will run (`rlm_seam.as_run`)."""
+    if prediction is not None and isinstance(getattr(prediction, "code", None), str):
+        prediction.code = rlm_seam.as_run(prediction.code)
+    if step.session is not None and prediction is not None:
+        step.session.run.begin_step(getattr(prediction, "reasoning", "") or "", str(getattr(prediction, "code", "") or ""))
+    return prediction
 
 
-def _keep_request(session: Any, predictor: Any, inputs: dict[str, Any]) -> None:
-    """What the step's request is made of (references only), for ``%deepagent_prompt --last``."""
-    if session is not None:
-        session.run.last_action = (predictor, inputs)
+def _keep_request(step: Step, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Keep what the step's request is made of (references only), for ``%deepagent_prompt --last``."""
+    step.session.run.last_action = (step.predictor, inputs)
+    return inputs
 
 
 def last_request(run: Any) -> list[dict[str, Any]]:
@@ -113,75 +214,14 @@ def last_request(run: Any) -> list[dict[str, Any]]:
             for m in messages]
 
 
-def _report(prediction: Any) -> Any:
-    """Open the step on the run, with the code as it will run (its Markdown fences off: `rlm_seam.as_run`)."""
-    session = _session.active()
-    if prediction is not None and isinstance(getattr(prediction, "code", None), str):
-        prediction.code = rlm_seam.as_run(prediction.code)
-    if session is not None and prediction is not None:
-        session.run.begin_step(getattr(prediction, "reasoning", "") or "", str(getattr(prediction, "code", "") or ""))
-    return prediction
-
-
 def observe_steps(rlm: Any) -> None:
-    """Make the RLM's action predictor report its steps (idempotent)."""
+    """Make the RLM's action predictor a `StepPredict` (idempotent)."""
     predictor = rlm.generate_action
     if type(predictor) is dspy.Predict:
         predictor.__class__ = StepPredict
 
 
-HISTORY_SIZE = 3  # entries each LM and module keeps during a run (>= 1: DSPy skips caller modules at 0)
-KEEP_FULL = 3  # this run's newest history entries kept whole
-HEAVY_FIELDS = ("messages", "prompt", "response", "outputs", "request")
-TRIMMED = "[trimmed by deepagent-magics to bound a long run's memory]"
+def describe() -> str:
+    """The pipeline as a reader sees it: one line per layer, outermost first (docs/architecture.md)."""
+    return "\n".join(f"{i}. {layer.name}: {layer.why}" for i, layer in enumerate(STEP_PIPELINE, 1))
 
-
-def strip_entry(entry: dict[str, Any]) -> None:
-    """Drop an entry's prompt and response in place (the dict DSPy's histories hold)."""
-    for name in HEAVY_FIELDS:
-        if name in entry:
-            entry[name] = None
-    entry["prompt"] = TRIMMED
-    entry["outputs"] = [TRIMMED]
-
-
-class _Sink:
-    """A ``history`` list that records each appended entry on the run and keeps none."""
-
-    def __init__(self, run: Run):
-        self.run = run
-        self._recent: deque[dict[str, Any]] = deque()
-        self._lock = threading.Lock()  # llm_query_batched calls from several threads
-
-    def append(self, entry: dict[str, Any]) -> None:
-        usage = entry.get("usage") or {}
-        model = str(entry.get("model") or "lm")
-        input_tokens = int(usage.get("prompt_tokens") or usage.get("input_tokens") or 0)
-        output_tokens = int(usage.get("completion_tokens") or usage.get("output_tokens") or 0)
-        cost = spend.reported_cost(entry.get("cost"))  # None unless a number of USD >= 0 (not NaN, not "lots")
-        self.run.record_usage(model, input_tokens, output_tokens, cost, cached_tokens(usage))
-        budget = spend.budget_of(self.run)
-        if budget is not None:  # the tree's spend caps count every call of every run in it
-            budget.add(input_tokens + output_tokens, cost, model)
-        if isinstance(entry, dict):
-            with self._lock:
-                self._recent.append(entry)
-                old = [self._recent.popleft() for _ in range(len(self._recent) - KEEP_FULL)]
-            for each in old:
-                strip_entry(each)
-
-    def pop(self, index: int = -1) -> None:
-        return None
-
-    def __len__(self) -> int:
-        return 0
-
-    def __iter__(self):
-        return iter(())
-
-
-class UsageSink:
-    """A stand-in caller module whose history is the run's usage (see the module docstring)."""
-
-    def __init__(self, run: Run):
-        self.history = _Sink(run)

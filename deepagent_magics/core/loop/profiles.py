@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...errors import UserError
+
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 PROFILE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a profile is a name, never a path
 _SECTION = re.compile(r"<!-- depth: (root|sub|deepest) -->(.*?)(?=<!-- depth: |<!-- end depth -->)", re.S)
@@ -27,7 +29,7 @@ _SECTIONS_BLOCK = re.compile(r"<!-- depth: .*<!-- end depth -->\n?", re.S)
 _overrides: dict[str, str] = {}
 
 
-class UnknownProfile(ValueError):
+class UnknownProfile(UserError, ValueError):
     pass
 
 

@@ -16,6 +16,8 @@ import keyword
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from ...errors import InvalidValue
+from ..model.local_server import is_local
 from .notebook_tools import as_tool, check_tool
 from .profiles import Profile, available_profiles
 
@@ -30,10 +32,10 @@ MAX_DESCRIPTION = 300
 
 def check_type_name(name: Any) -> str:
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name) or len(name) > 64:
-        raise ValueError(f"sub-agent type name {str(name)[:80]!r} is not an identifier "
+        raise InvalidValue(f"sub-agent type name {str(name)[:80]!r} is not an identifier "
                          "(letters, digits and '_', not starting with a digit, at most 64)")
     if name in available_profiles():
-        raise ValueError(f"sub-agent type name {name!r} is a packaged profile; choose another name "
+        raise InvalidValue(f"sub-agent type name {name!r} is a packaged profile; choose another name "
                          f"(packaged: {', '.join(available_profiles())})")
     return name
 
@@ -61,28 +63,28 @@ class SubAgentType:
     def __post_init__(self) -> None:
         check_type_name(self.name)
         if not isinstance(self.description, str) or not " ".join(self.description.split()):
-            raise ValueError(f"sub-agent type {self.name!r} needs a description (one line: what it is for)")
+            raise InvalidValue(f"sub-agent type {self.name!r} needs a description (one line: what it is for)")
         if len(self.description) > MAX_DESCRIPTION:
-            raise ValueError(f"sub-agent type {self.name!r}: the description is {len(self.description)} "
+            raise InvalidValue(f"sub-agent type {self.name!r}: the description is {len(self.description)} "
                              f"characters; keep it to one line of at most {MAX_DESCRIPTION}")
         if not isinstance(self.instructions, str) or not self.instructions.strip():
-            raise ValueError(f"sub-agent type {self.name!r} needs instructions (its prompt)")
+            raise InvalidValue(f"sub-agent type {self.name!r} needs instructions (its prompt)")
         if isinstance(self.tools, (str, bytes)) or not isinstance(self.tools, Iterable):
-            raise ValueError(f"sub-agent type {self.name!r}: tools must be a list of functions")
+            raise InvalidValue(f"sub-agent type {self.name!r}: tools must be a list of functions")
         tools = tuple(self.tools)
         names = [check_tool(tool, f"sub-agent type {self.name!r}: tool").__name__ for tool in tools]
         twice = sorted({name for name in names if names.count(name) > 1})
         if twice:
-            raise ValueError(f"sub-agent type {self.name!r}: two tools named {twice[0]!r}")
+            raise InvalidValue(f"sub-agent type {self.name!r}: two tools named {twice[0]!r}")
         if self.max_iters is not None and (isinstance(self.max_iters, bool) or not isinstance(self.max_iters, int)
                                            or self.max_iters < 1):
-            raise ValueError(f"sub-agent type {self.name!r}: max_iters must be a positive integer, "
+            raise InvalidValue(f"sub-agent type {self.name!r}: max_iters must be a positive integer, "
                              f"got {self.max_iters!r}")
         if self.lm is not None and not isinstance(self.lm, str) and not hasattr(self.lm, "forward"):
-            raise ValueError(f"sub-agent type {self.name!r}: lm must be an LM or a model id, "
+            raise InvalidValue(f"sub-agent type {self.name!r}: lm must be an LM or a model id, "
                              f"not {type(self.lm).__name__}")
-        if isinstance(self.lm, str) and "/" not in self.lm.strip("/"):
-            raise ValueError(f"sub-agent type {self.name!r}: lm {self.lm[:80]!r} is not a model id like "
+        if isinstance(self.lm, str) and "/" not in self.lm.strip("/") and not is_local(self.lm):
+            raise InvalidValue(f"sub-agent type {self.name!r}: lm {self.lm[:80]!r} is not a model id like "
                              "'openai/gpt-4o-mini'")
         object.__setattr__(self, "description", " ".join(self.description.split()))
         object.__setattr__(self, "tools", tuple(as_tool(tool) for tool in tools))  # awaited, errors as text
@@ -98,13 +100,13 @@ class SubAgentType:
 def check_types(types: Iterable[Any]) -> dict[str, SubAgentType]:
     """``types`` by name; a non-type or a name given twice is a `ValueError`."""
     if isinstance(types, (str, bytes, SubAgentType)) or not isinstance(types, Iterable):
-        raise ValueError("subagents must be a list of SubAgentType")
+        raise InvalidValue("subagents must be a list of SubAgentType")
     out: dict[str, SubAgentType] = {}
     for item in types:
         if not isinstance(item, SubAgentType):
-            raise ValueError(f"subagents: {type(item).__name__} is not a SubAgentType")
+            raise InvalidValue(f"subagents: {type(item).__name__} is not a SubAgentType")
         if item.name in out:
-            raise ValueError(f"subagents: two types named {item.name!r}")
+            raise InvalidValue(f"subagents: two types named {item.name!r}")
         out[item.name] = item
     return out
 

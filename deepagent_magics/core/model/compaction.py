@@ -2,14 +2,15 @@
 
 ``dspy.RLM`` restates its whole REPL history in every action request. When that
 history passes the agent's ``compact_at`` (tokens, or a fraction of the model's
-context window as LiteLLM reports it), the older steps are replaced *in the prompt*
-by a summary the sub-LM writes; the last `KEEP_VERBATIM` steps stay verbatim. The
+context window: the LM's ``deepagent_context_window`` when it has one, as the local
+server's LM does, else as LiteLLM reports it), the older steps are replaced *in the
+prompt* by a summary the sub-LM writes; the last `KEEP_VERBATIM` steps stay verbatim. The
 RLM's own history, the run's steps and its record keep every step, and the agent's
 ``history()`` tool returns them all.
 
 The one place this touches DSPy: `CompactedHistory`, a ``REPLHistory`` subclass
 whose ``format`` renders the summary and the recent steps. `StepPredict` hands it to
-the action predictor in place of RLM's history (`compact`). `tests/test_compaction.py`
+the action predictor in place of RLM's history (`compact`). `tests/unit/core/model/test_compaction.py`
 fails loudly when DSPy changes what this relies on (the ``repl_history`` keyword, a
 ``REPLHistory`` of entries with reasoning, code and output, formatted by ``format``).
 """
@@ -25,14 +26,15 @@ from typing import Any
 
 import dspy
 from dspy.primitives.repl_types import REPLHistory
+from ..run.event_kinds import COMPACTION
+from ...settings import SETTINGS
 
-DEFAULT_COMPACT_AT = 0.5  # of the context window (deepagents and the RLM paper compact at 0.85 of a full one)
+DEFAULT_COMPACT_AT = SETTINGS["compact_at"].default  # 0.5 of the context window (deepagents and the RLM paper compact at 0.85 of a full one)
 FALLBACK_WINDOW = 128_000  # tokens, when LiteLLM does not know the model
 MIN_WINDOW = 4_096  # tokens: below a share of this, no history needs compacting, whatever the model
 CHARS_PER_TOKEN = 4
 KEEP_VERBATIM = 3
 SUMMARY_CHARS = 2_000
-COMPACTION = "compaction"  # the run event (data: step, summarized, summary, chars_before, chars_after)
 
 SUMMARY_PROMPT = """You compress the history of a coding agent working in a Python REPL.
 Write a summary of at most 200 words that keeps what later steps need: the variables made and
@@ -67,7 +69,12 @@ def threshold_tokens(compact_at: float | int | None, lm: Any) -> int | None:
 
 
 def context_window(lm: Any) -> int:
-    """The model's input window as LiteLLM's bundled price list reports it (`FALLBACK_WINDOW` when unknown)."""
+    """The model's input window: what the LM says it is (``lm.deepagent_context_window``, set by the local
+    server, `local_server`, and by any user who knows their server's), else what LiteLLM's bundled price
+    list reports (`FALLBACK_WINDOW` when unknown)."""
+    known = getattr(lm, "deepagent_context_window", None)
+    if isinstance(known, int) and not isinstance(known, bool) and known > 0:
+        return known
     model = getattr(lm, "model", None)
     return _window(model) if isinstance(model, str) else FALLBACK_WINDOW
 
@@ -164,15 +171,15 @@ def compactor_for(session: Any) -> Compactor | None:
     """The session's compactor, made on first use from its agent's ``compact_at`` (None: compaction off)."""
     if session is None:
         return None
-    found = session.extras.get(COMPACTION)
+    found = session.compactor
     if found is None:
         agent = session.agent
         compact_at = session.run.config.get("compact_at", getattr(agent, "compact_at", DEFAULT_COMPACT_AT))
         if compact_at is None or compact_at <= 0:
-            found = session.extras[COMPACTION] = False
+            found = session.compactor = False
         else:
             sub_lm = getattr(getattr(agent, "rlm", None), "sub_lm", None)
-            found = session.extras[COMPACTION] = Compactor(session.run, compact_at, dspy.settings.lm, sub_lm)
+            found = session.compactor = Compactor(session.run, compact_at, dspy.settings.lm, sub_lm)
     return found or None
 
 

@@ -12,6 +12,10 @@ builds one for its own native engine (the chat body of the LM's generation setti
 call's, through ``dspy.lm15.request_from_openai_chat``), then turns the ``Response`` back into the
 outputs the adapter reads (DSPy's ``legacy_output``). Everything else reads through to the LM.
 
+Every call a `RequestLM` makes is admitted on its own by the run tree's spend caps (the session the
+tool runs in: `core.policy.spend`): a facade-built ``dspy.ReAct`` or ``RLM`` makes one LM call per
+iteration, and each must fit, as the agent's own steps must.
+
 Kept on the old ``messages=`` call, because a Request cannot carry it: ``n`` > 1 completions (an
 explicit Request returns exactly one Response), a text-completion model (a Request is a chat), an
 LM that is not a DSPy ``BaseLM`` with an engine (a plain callable has no Request form), and
@@ -20,6 +24,7 @@ messages lm15 cannot read (then DSPy's own call reports what is wrong).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Any, Callable
 
@@ -27,6 +32,9 @@ import pydantic
 from dspy.clients.base_lm import BaseLM
 from dspy.lm15 import Request, request_from_openai_chat
 from dspy.primitives.facade import FacadeInvocation, SandboxLM
+
+from ..policy import spend
+from ..run import session as _session
 
 try:  # where DSPy 3.4 keeps them; without them a pydantic response format keeps the old call
     from dspy.clients.backend_selection import CLIENT_KEYS
@@ -52,20 +60,22 @@ class RequestLM:
         return getattr(self._lm, name)
 
     def __call__(self, prompt: Any = None, *args: Any, messages: Any = None, **kwargs: Any) -> Any:
-        request = None if prompt is not None or args else self._request(messages, kwargs)
-        if request is None:
-            return self._lm(prompt, *args, messages=messages, **kwargs) if messages is not None \
-                else self._lm(prompt, *args, **kwargs)
-        options = {key: kwargs[key] for key in CALL_OPTIONS if kwargs.get(key) is not None}
-        return self._outputs(self._lm(request, **options), request)
+        with _admitted():
+            request = None if prompt is not None or args else self._request(messages, kwargs)
+            if request is None:
+                return self._lm(prompt, *args, messages=messages, **kwargs) if messages is not None \
+                    else self._lm(prompt, *args, **kwargs)
+            options = {key: kwargs[key] for key in CALL_OPTIONS if kwargs.get(key) is not None}
+            return self._outputs(self._lm(request, **options), request)
 
     async def acall(self, prompt: Any = None, *args: Any, messages: Any = None, **kwargs: Any) -> Any:
-        request = None if prompt is not None or args else self._request(messages, kwargs)
-        if request is None:
-            return await (self._lm.acall(prompt, *args, messages=messages, **kwargs) if messages is not None
-                          else self._lm.acall(prompt, *args, **kwargs))
-        options = {key: kwargs[key] for key in CALL_OPTIONS if kwargs.get(key) is not None}
-        return self._outputs(await self._lm.acall(request, **options), request)
+        with _admitted():
+            request = None if prompt is not None or args else self._request(messages, kwargs)
+            if request is None:
+                return await (self._lm.acall(prompt, *args, messages=messages, **kwargs) if messages is not None
+                              else self._lm.acall(prompt, *args, **kwargs))
+            options = {key: kwargs[key] for key in CALL_OPTIONS if kwargs.get(key) is not None}
+            return self._outputs(await self._lm.acall(request, **options), request)
 
     def copy(self, **kwargs: Any) -> "RequestLM":
         return RequestLM(self._lm.copy(**kwargs))
@@ -104,6 +114,15 @@ class RequestLM:
         """The Response as the outputs a ``messages=`` call returns (what the adapter parses)."""
         output = legacy_output(response, logprobs=request.config.logprobs is not None)
         return [output] if self._lm.model_type == "responses" or len(output) > 1 else [output["text"]]
+
+
+def _admitted() -> Any:
+    """One facade LM call's admission by the spend caps of the session the tool runs in (`spend.CapReached`
+    when a cap is reached: the predictor's call fails, and the agent's code reads why)."""
+    budget = spend.budget_of_session(_session.active())
+    if budget is None or not budget.capped or budget.holding():
+        return contextlib.nullcontext()
+    return budget.calls_allowed()
 
 
 def facade_requests(tool: Callable[..., Any]) -> Callable[..., Any]:

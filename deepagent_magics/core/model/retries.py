@@ -34,8 +34,8 @@ from dspy.utils.exceptions import LMError, is_retryable_lm_error
 
 from .query_streaming import StreamingQueries
 from ..policy.spend import WAIT_SLICE, budget_of, check_retry
+from ..run.event_kinds import PROVIDER_RETRY
 
-PROVIDER_RETRY = "provider_retry"  # the run event (data: attempt, wait, cause, retries)
 
 
 @dataclass(frozen=True)

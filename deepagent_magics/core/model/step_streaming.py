@@ -38,37 +38,31 @@ from typing import Any, Callable
 
 import dspy
 
+from ...errors import DeepAgentError
 from ..run.secrets import scrub
+from ..run.run_tree import tree_of
+from ..run.event_kinds import LLM_QUERY_STREAMING, STEP_STREAMING, TRANSIENT
 
-STEP_STREAMING = "step_streaming"  # data: index, reasoning, code, elapsed (partial; shown, never recorded)
-LLM_QUERY_STREAMING = "llm_query_streaming"  # data: tool, step, query, text, elapsed, done (query_streaming.py)
-TRANSIENT = frozenset({STEP_STREAMING, LLM_QUERY_STREAMING})  # events that change what is shown, not what a run is
 THROTTLE = 0.1  # seconds between two events of one streaming step
 SHOWN_CHARS = 4000  # of each field, the newest; the step's entry shows the whole once it is written
 TICK = 1.0  # seconds between two events of a step while no text arrives (its "writing… Ns" goes on)
 _MARKER = re.compile(r"\[\[ ## (\w+) ## \]\]")
-_opted_out: "weakref.WeakSet[Any]" = weakref.WeakSet()
 _no_stream: "weakref.WeakSet[Any]" = weakref.WeakSet()  # LMs whose server answered a stream request unstreamed
 _lock = threading.Lock()
 
 
-class StreamCancelled(Exception):
+class StreamCancelled(DeepAgentError):
     """The caller stopped waiting (an interrupt): the stream ends at its next chunk."""
 
 
 def opt_out(run: Any) -> None:
-    """Do not stream the steps of ``run`` or of any sub-agent under it."""
-    with _lock:
-        _opted_out.add(run)
+    """Do not stream the steps of ``run``'s tree (its root and every sub-agent)."""
+    run.tree.stream = False
 
 
 def wanted(run: Any) -> bool:
-    with _lock:
-        while run is not None:
-            if run in _opted_out:
-                return False
-            run = getattr(run, "parent", None)
-    return True
+    tree = tree_of(run)
+    return tree is None or tree.stream
 
 
 def can_stream(lm: Any) -> bool:

@@ -17,6 +17,12 @@ nothing waits. Time spent waiting is added to ``run.waited_seconds`` of the aski
 its ancestors (so time caps can leave it out) and never counts against the block's time
 limit: the block's clock starts after the review. Each decision is recorded on the asking
 run (``run.approvals``) and emitted as an ``approval`` event.
+
+While a block runs, the runtime checks (``interpreters/runtime_checks``: audit hooks that see
+what the code does) ask `review_action` before a risky action with its resolved path or host
+("write /home/me/notes.md? outside the workspace"), the same way and to the same person, under
+every policy but ``never``; a rule whose block the user has just approved (the static preview
+named it) is not asked again for that block (`approved_rules`). The texts: `approval_text`.
 """
 
 from __future__ import annotations
@@ -31,20 +37,22 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...errors import DeepAgentError, InvalidValue
 from ..run.secrets import scrub
 from .risk import Risk, analyse, parse_rules
 from ..run.stopping import StopRun
+from ..run.run_tree import tree_of
+from ..run.event_kinds import APPROVAL
+from .approval_text import NO_STDIN, label, no_stdin_line, one_line, prompt, question, refusal, short
 
 POLICIES = ("never", "risky", "always")
 STDIN = "stdin"  # ask with the `input` found when the run starts
-APPROVAL = "approval"  # the event kind; data: the decision's record
 RELAY_POLL = 0.05  # seconds between a sub-agent's looks at its question while it waits
 RELAY_WAIT = 1.0  # seconds before a question the run's own thread has not taken up is asked by its sub-agent
 MAX_ANSWERS = 20  # unreadable answers before the block is refused (an `input` that never says y/n/a/q)
-PROMPT = "Run it? [y]es / [n]o [reason] / [a]ll the rest / [q]uit the run: "
 
 
-class NoStdin(Exception):
+class NoStdin(DeepAgentError):
     """There is no one to ask (no stdin)."""
 
 
@@ -58,6 +66,7 @@ class Proposal:
     step: int | None
     agent: str  # "the agent", or "sub-agent <id> (<task>)"
     depth: int = 0
+    action: str | None = None  # a runtime check's question ("write /home/me/notes.md? outside the workspace")
 
     @property
     def risky(self) -> bool:
@@ -92,7 +101,7 @@ def check_policy(policy: Any) -> Any:
     """``policy`` if it is one; a ValueError (one line) if not."""
     if callable(policy) or policy in POLICIES:
         return policy
-    raise ValueError(f"unknown approval policy {policy!r}; use never, risky, always or a callable (proposal) -> decision")
+    raise InvalidValue(f"unknown approval policy {policy!r}; use never, risky, always or a callable (proposal) -> decision")
 
 
 def policy_label(policy: Any) -> str:
@@ -123,20 +132,40 @@ class Approver:
     stopped: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     home: int = field(default_factory=threading.get_ident)  # the run's own thread: where questions are asked
+    approved: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary)  # run -> rules of its block
     pending: queue.Queue = field(default_factory=queue.Queue)  # questions from sub-agents' threads
 
     def review(self, run: Any, code: str, user_names: Iterable[str] = ()) -> str | None:
         """None: run the block. Else the refusal the agent reads. Raises `StopRun` on ``q``."""
         if self.stopped:
             raise StopRun(self.stopped)
+        self.approved.pop(run, None)
         if self.policy == "never":
             return None
         reasons = analyse(code, user_names=user_names, workspace=self.workspace, rules=self.rules)
         if self.policy == "risky" and not reasons:
             return None
+        refusal = self._decide(run, self._proposal(run, code, reasons))
+        if refusal is None and run is not None:  # the user saw the code and these reasons: not asked again
+            self.approved[run] = frozenset(risk.rule for risk in reasons)
+        return refusal
+
+    def review_action(self, run: Any, rule: str, question: str, code: str = "") -> str | None:
+        """A runtime check (`interpreters/runtime_checks`): the agent's code is about to act (``question``:
+        "write /home/me/notes.md? outside the workspace"). None: go ahead; else the refusal it reads.
+        Asked under every policy but ``never``, for the rules switched on; `StopRun` on ``q``."""
+        if self.stopped:
+            raise StopRun(self.stopped)
+        if self.policy == "never" or rule not in self.rules:
+            return None
+        return self._decide(run, self._proposal(run, code, [Risk(rule, question)], action=question))
+
+    def _proposal(self, run: Any, code: str, reasons: list[Risk], action: str | None = None) -> Proposal:
         step = run.open_step.index if run is not None and run.open_step is not None else None
-        proposal = Proposal(code, reasons, run.id if run is not None else "", step, _label(run),
-                            run.depth if run is not None else 0)
+        return Proposal(code, reasons, run.id if run is not None else "", step, label(run),
+                        run.depth if run is not None else 0, action)
+
+    def _decide(self, run: Any, proposal: Proposal) -> str | None:
         if self.approve_all:
             return self._record(run, proposal, Decision("run"), "approve-all")
         if callable(self.policy):
@@ -156,10 +185,10 @@ class Approver:
         try:
             answer = self.policy(proposal)
         except Exception as exc:
-            return self._policy_fault(f"raised {type(exc).__name__}: {_one_line(exc)}")
+            return self._policy_fault(f"raised {type(exc).__name__}: {one_line(exc)}")
         decision = Decision.parse(answer)
         if decision is None:
-            return self._policy_fault(f"returned {_short(answer)}, not a decision (y, n [reason], a, q, True, False)")
+            return self._policy_fault(f"returned {short(answer)}, not a decision (y, n [reason], a, q, True, False)")
         return decision
 
     def _policy_fault(self, what: str) -> Decision:
@@ -183,8 +212,7 @@ class Approver:
                     return self._ask(proposal), "user"
             return self._relay(chain, proposal), "user"
         except NoStdin:
-            self._show(f"deepagent: {proposal.agent} wants to run a block that needs your approval "
-                       f"({_reasons(proposal)}), but there is no stdin to ask on: refused.\n")
+            self._show(no_stdin_line(proposal))
             return Decision("refuse", NO_STDIN), "no stdin"
         finally:
             finished = time.monotonic()
@@ -245,10 +273,10 @@ class Approver:
     def _ask(self, proposal: Proposal) -> Decision:
         if self.ask is None or getattr(getattr(self.ask, "__self__", None), "_allow_stdin", True) is False:
             raise NoStdin()  # ipykernel knows the frontend sent no stdin with this cell: do not even ask
-        self._show(_question(proposal))
+        self._show(question(proposal))
         for _ in range(MAX_ANSWERS):
             try:
-                answer = self.ask(PROMPT)
+                answer = self.ask(prompt(proposal))
             except (EOFError, OSError, RuntimeError) as exc:  # StdinNotImplementedError is a RuntimeError
                 raise NoStdin() from exc
             decision = Decision.parse(answer)
@@ -273,73 +301,17 @@ class Approver:
             "who": who, "policy": policy_label(self.policy), "reasons": scrub([str(r) for r in proposal.reasons]),
             "note": scrub(decision.reason),
         }
+        if proposal.action is not None:
+            entry["action"] = scrub(proposal.action)
         if run is not None:
             run.approvals.append(entry)
             run.emit(APPROVAL, **entry)
         if decision.action in ("run", "all"):
             return None
-        return _refusal(proposal, decision, who)
-
-
-NO_STDIN = ("no one can answer here (no stdin: a notebook run by nbclient or papermill, CI, %deepagent_eval); "
-            "do without this block, or tell the user what you would run and why")
-
-
-def _refusal(proposal: Proposal, decision: Decision, who: str) -> str:
-    reason = decision.reason.rstrip()
-    why = f" Reason given: {reason}{'' if reason[-1:] in '.!?' else '.'}" if reason else ""
-    if decision.reason == NO_STDIN:
-        return f"Not run: this block needs the user's approval ({_reasons(proposal)}), and {NO_STDIN}."
-    by = "the user" if who == "user" else "the user's approval policy"
-    return (f"Not run: {by} refused this block ({_reasons(proposal) or 'no risk found'}).{why} "
-            "Nothing in it ran; do not retry it unchanged.")
-
-
-def _reasons(proposal: Proposal) -> str:
-    return "; ".join(risk.reason for risk in proposal.reasons)
-
-
-def _question(proposal: Proposal) -> str:
-    head = f"\n── deepagent: {proposal.agent} asks to run step {proposal.step} ──\n"
-    reasons = "".join(f"  • {risk.rule}: {risk.reason}\n" for risk in proposal.reasons) or "  (no risk found)\n"
-    return head + _highlight(proposal.code) + "\nWhy it asks:\n" + reasons
-
-
-def _highlight(code: str) -> str:
-    try:
-        from pygments import highlight
-        from pygments.formatters import TerminalFormatter
-        from pygments.lexers import PythonLexer
-
-        return highlight(code, PythonLexer(), TerminalFormatter())
-    except Exception:
-        return code + "\n"
-
-
-def _label(run: Any) -> str:
-    if run is None or run.parent is None:
-        return "the agent"
-    head = run.task.strip().splitlines()[0][:60] if run.task.strip() else ""
-    return f"sub-agent {run.id} (depth {run.depth}: {head})"
-
-
-def _one_line(text: Any) -> str:
-    line = next((line.strip() for line in str(text).splitlines() if line.strip()), "")
-    return scrub(line[:200])
-
-
-def _short(value: Any) -> str:
-    try:
-        text = repr(value)
-    except Exception:
-        text = f"a {type(value).__name__}"
-    return scrub(text[:80])
+        return refusal(proposal, decision, who)
 
 
 # ------------------------------------------------------------ the approver of a run tree
-_approvers: weakref.WeakKeyDictionary[Any, Approver] = weakref.WeakKeyDictionary()
-
-
 def stdin_asker() -> Callable[[str], str] | None:
     """The ``input`` to ask with, taken now (agent code that replaces ``builtins.input`` later changes
     nothing); None when a plain process's stdin is not a terminal."""
@@ -363,17 +335,14 @@ def waited(run: Any, now: float | None = None) -> float:
 
 
 def attach(run: Any, approver: Approver) -> None:
-    _approvers[run] = approver
+    """Make ``approver`` the one of ``run``'s tree (the root run attaches it)."""
+    run.tree.approver = approver
 
 
 def approver_of(run: Any) -> Approver | None:
-    """The approver of ``run``'s tree (its root's)."""
-    while run is not None:
-        approver = _approvers.get(run)
-        if approver is not None:
-            return approver
-        run = run.parent
-    return None
+    """The approver of ``run``'s tree (None: nothing needs approval)."""
+    tree = tree_of(run)
+    return tree.approver if tree is not None else None
 
 
 def serve(run: Any) -> None:
@@ -387,3 +356,21 @@ def review(run: Any, code: str, user_names: Iterable[str] = ()) -> str | None:
     """The interpreters' hook: None to run ``code``, else the refusal text; `StopRun` to stop."""
     approver = approver_of(run)
     return approver.review(run, code, user_names) if approver is not None else None
+
+
+def review_action(run: Any, rule: str, question: str, code: str = "") -> str | None:
+    """A runtime check's question (`Approver.review_action`): None to go ahead, else the refusal."""
+    approver = approver_of(run)
+    return approver.review_action(run, rule, question, code) if approver is not None else None
+
+
+def approved_rules(run: Any) -> frozenset[str]:
+    """The rules the user approved for ``run``'s current block when it was reviewed (its code shown)."""
+    approver = approver_of(run)
+    return approver.approved.get(run, frozenset()) if approver is not None else frozenset()
+
+
+def checking(run: Any) -> Approver | None:
+    """``run``'s approver when it asks anything (its policy is not ``never``), else None."""
+    approver = approver_of(run)
+    return approver if approver is not None and approver.policy != "never" else None

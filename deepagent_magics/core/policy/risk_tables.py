@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...errors import UserError
+
 RULES = {
     "deletes_variable": "deletes or rebinds one of your variables",
     "removes_files": "removes or moves files",
@@ -123,7 +125,7 @@ def star_rule(module: str) -> str | None:
     return None
 
 
-class UnknownRule(ValueError):
+class UnknownRule(UserError, ValueError):
     """A rule name that is not one of `RULES`."""
 
 

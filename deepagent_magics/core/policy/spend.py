@@ -42,20 +42,24 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from ...errors import DeepAgentError, InvalidValue
+from ...settings import MAX_SECONDS  # a week: longer is a mistake
+from ..run.run_tree import tree_of
+
 log = logging.getLogger(__name__)
 
 CAPS = ("max_cost", "max_tokens", "max_time")
-MAX_SECONDS = 7 * 24 * 3600.0  # a week: longer is a mistake
 WAIT_SLICE = 0.25  # seconds between re-checks while calls in flight decide whether a call fits
 UNKNOWN_COST_WARNING = ("the provider reported no cost for {model}: --max-cost cannot hold for its calls "
                         "(they count $0); cap tokens with --max-tokens")
-# Tools that call the LM: name -> the argument holding a batch. ``__dspy_call__`` runs a predictor the
-# agent's code built with DSPy's sandbox facade: admitted as one call (a facade-built RLM's own later
-# calls are counted, not checked one by one).
-LM_TOOLS = {"llm_query": None, "llm_query_batched": "prompts", "__dspy_call__": None}
+# Tools that call the LM: name -> the argument holding a batch. ``__dspy_call__`` (a predictor the agent's
+# code built with DSPy's sandbox facade) is not one: each LM call the predictor makes is admitted on its
+# own where it reaches the host LM (`model.facade_requests.RequestLM`), so a facade-built ReAct or RLM
+# cannot run past a cap on one admission.
+LM_TOOLS = {"llm_query": None, "llm_query_batched": "prompts"}
 
 
-class CapReached(RuntimeError):
+class CapReached(DeepAgentError, RuntimeError):
     """No further LM call may start: a spend cap of the run's tree is reached (the message says which)."""
 
 
@@ -76,15 +80,15 @@ def check_cap(name: str, value: Any) -> float | int | None:
         try:
             value = float(value.strip().lstrip("$")) if name == "max_cost" else float(value.strip())
         except ValueError:
-            raise ValueError(f"{_flag(name)} must be {what}, not {shown}") from None
+            raise InvalidValue(f"{_flag(name)} must be {what}, not {shown}") from None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{_flag(name)} must be {what}, not {type(value).__name__} {shown}")
+        raise InvalidValue(f"{_flag(name)} must be {what}, not {type(value).__name__} {shown}")
     number = float(value)
     if not math.isfinite(number) or number <= 0 or (name == "max_time" and number > MAX_SECONDS):
-        raise ValueError(f"{_flag(name)} must be {what}, not {shown}")
+        raise InvalidValue(f"{_flag(name)} must be {what}, not {shown}")
     if name == "max_tokens":
         if number != int(number):
-            raise ValueError(f"{_flag(name)} must be {what}, not {shown}")
+            raise InvalidValue(f"{_flag(name)} must be {what}, not {shown}")
         return int(number)
     return number
 
@@ -93,7 +97,7 @@ def check_caps(**caps: Any) -> dict[str, Any]:
     """Each of ``max_cost``, ``max_tokens``, ``max_time`` checked (`check_cap`); unknown names refused."""
     unknown = set(caps) - set(CAPS)
     if unknown:
-        raise ValueError(f"unknown spend cap {min(unknown)!r}; the caps are {', '.join(CAPS)}")
+        raise InvalidValue(f"unknown spend cap {min(unknown)!r}; the caps are {', '.join(CAPS)}")
     return {name: check_cap(name, caps.get(name)) for name in CAPS}
 
 
@@ -184,6 +188,10 @@ class SpendBudget:
             self.reached = self.reached or reason
             raise CapReached(f"spend cap: {reason}; no further LM call starts")
 
+    def holding(self) -> bool:
+        """Whether this thread has admitted calls in flight (an LM call inside one is part of it)."""
+        return getattr(self._held, "n", 0) > 0
+
     def check(self) -> None:
         """`CapReached` (the reason `admit` gives) when what is spent already reaches a cap; else nothing."""
         with self._cond:
@@ -271,10 +279,9 @@ def reported_cost(cost: Any) -> float | None:
 
 
 def budget_of(run: Any) -> SpendBudget | None:
-    """The spend budget of ``run``'s tree: its root run's (None: no caps)."""
-    while run is not None and getattr(run, "parent", None) is not None:
-        run = run.parent
-    return getattr(run, "spend", None)
+    """The spend budget of ``run``'s tree (None: no caps)."""
+    tree = tree_of(run)
+    return tree.spend if tree is not None else None
 
 
 def budget_of_session(session: Any) -> SpendBudget | None:

@@ -25,8 +25,9 @@ from pydantic import Field
 
 from ..run.secrets import scrub
 from ..run.stopping import StopRun
+from ..run.run_tree import tree_of
+from ..run.event_kinds import USER_NOTE
 
-USER_NOTE = "user_note"  # run event (data: note, step): a note the user sent while the run worked
 MAX_NOTE_CHARS = 4_000
 TODO_STATUSES = ("pending", "in_progress", "completed")
 NOTES_HEAD = "=== Notes from the user, sent while you work (they take precedence over the task where they differ) ==="
@@ -93,22 +94,12 @@ def check_todos(todos: Any) -> list[dict[str, str]]:
     return items
 
 
-_made_lock = threading.Lock()
-
-
 def steering_of(run: Any, create: bool = False) -> Steering | None:
-    """The inbox of ``run``'s tree (on its root run); made on first use when ``create``."""
-    while run is not None and getattr(run, "parent", None) is not None:
-        run = run.parent
-    if run is None:
+    """The inbox of ``run``'s tree; made on first use when ``create``."""
+    tree = tree_of(run)
+    if tree is None:
         return None
-    found = getattr(run, "steering", None)
-    if found is None and create:
-        with _made_lock:
-            found = getattr(run, "steering", None)
-            if found is None:
-                found = run.steering = Steering()
-    return found
+    return tree.setdefault("steering", Steering) if create else tree.steering
 
 
 class NotedHistory(REPLHistory):

@@ -1,9 +1,21 @@
 """Taking a run back, and saying who made a name: over ``run.changes`` (``interpreters/provenance.py``).
 
-`undo(run, namespace)` removes the names the run created (those still holding what the run
-left there: a name the user has since rebound is the user's), notes the user's rebound names
-that the run's end already restored, and restores in place each object the run changed for
-which a snapshot was taken (the others are named). A run is taken back once.
+The rule: undo takes back only what is still as the run left it, checked now.
+
+- A name the run created is removed only if it is still bound to the value the run left, no
+  cell of the user's has assigned it since (even to the very same object: ``mode = 'fast'``
+  again is the interned string the run left), and that value's content is still what the run
+  left (a list it made and the user appended to since is the user's). Otherwise it is kept.
+- An object the run changed in place is restored, from the copy taken before the change, only
+  if its content is still what the run left; into the same object, and every inner part into
+  its own original (`fingerprint.restore`), so the user's references see the restore.
+- What changed since is kept as it is and named: by the user, or by a later run. A later run's
+  change to the same name or object is taken back first (undo that run); the older run's undo
+  leaves it, says so, and takes it back when asked again once the newer run is undone. Undoing
+  runs newest first takes back a chain; no order brings a change back that an undo took away.
+
+The user's rebound names were restored when the run ended. A run is taken back once: a second
+undo only retries what a later run held.
 `why(runs, name)` finds the newest change to ``name`` among ``runs``.
 """
 
@@ -13,37 +25,44 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from ...errors import UserError
 from . import fingerprint as fp
 
 _MISSING = object()
 
 
-class AlreadyUndone(ValueError):
-    """The run was taken back before."""
+class AlreadyUndone(UserError, ValueError):
+    """The run was taken back before, and nothing of it waits on a later run."""
 
 
 @dataclass
 class UndoReport:
     removed: list[str] = field(default_factory=list)  # names the run created, now gone
-    kept: list[str] = field(default_factory=list)  # names it created that hold something else now
+    kept: list[str] = field(default_factory=list)  # names it created that you have set again since
+    changed_since: list[str] = field(default_factory=list)  # left as they are now, and by whom ("rows (by you)")
     already_restored: list[str] = field(default_factory=list)  # the user's names the run's end restored
     restored: list[str] = field(default_factory=list)  # objects changed in place, restored from a snapshot
     not_restored: list[str] = field(default_factory=list)  # objects changed in place, no snapshot
 
-    def lines(self) -> list[str]:
+    def parts(self) -> list[str]:
         parts = [
             ("removed the names it created", self.removed),
-            ("kept (you have rebound them since)", self.kept),
-            ("your rebound names were already restored when it ended", self.already_restored),
             ("restored in place", self.restored),
+            ("kept (you have set them since)", self.kept),
+            ("kept as they are (changed since the run)", self.changed_since),
+            ("your rebound names were already restored when it ended", self.already_restored),
             ("changed in place and NOT restored (no snapshot: bigger than the undo limit, or not copyable)",
              self.not_restored),
         ]
-        return [f"  {label}: {', '.join(names)}" for label, names in parts if names]
+        return [f"{label}: {', '.join(names)}" for label, names in parts if names]
 
 
-def undo(run: Any, namespace: dict[str, Any]) -> UndoReport:
-    if getattr(run, "undone_at", None) is not None:
+def undo(run: Any, namespace: dict[str, Any], *, later: Iterable[Any] = (), user_cells: Any = None) -> UndoReport:
+    """Take ``run`` back (the rule in the module docstring). ``later``: the runs after it in this
+    namespace; ``user_cells``: what the user's cells assigned since (`provenance.UserCells`)."""
+    later = list(later)
+    again = getattr(run, "undone_at", None) is not None
+    if again and not any(change.get("_waiting") for change in run.changes):
         raise AlreadyUndone(f"run {run.id} was already undone")
     report = UndoReport()
     latest: dict[str, dict[str, Any]] = {}
@@ -51,31 +70,76 @@ def undo(run: Any, namespace: dict[str, Any]) -> UndoReport:
         if change["kind"] == "created":
             latest[change["name"]] = change  # created again by a later step: its last value counts
     for name, change in latest.items():
-        if change.get("restored"):
-            continue
-        current = namespace.get(name, _MISSING)
-        if current is _MISSING:
-            continue
-        ref = change.get("_value")
-        if ref is not None and ref.matches(current):
-            del namespace[name]
-            report.removed.append(name)
-        else:
-            report.kept.append(name)
+        if not (change.get("restored") or change.get("undone")) and (not again or change.get("_waiting")):
+            _take_back_name(name, change, namespace, later, user_cells, report)
     for change in run.changes:
         name = change["name"]
-        if change["kind"] in ("rebound", "deleted") and name not in report.already_restored:
-            report.already_restored.append(name)
-        elif change["kind"] == "changed":
-            saved = change.pop("_snapshot", _MISSING)
-            target = change["_object"].get() if change.get("_object") is not None else None
-            if saved is not _MISSING and target is not None and fp.restore(target, saved):
-                report.restored.append(name)
-                change["undone"] = True
-            else:
-                report.not_restored.append(name)
+        if change["kind"] in ("rebound", "deleted"):
+            if not again and name not in report.already_restored:
+                report.already_restored.append(name)
+        elif change["kind"] == "changed" and not change.get("undone") and (not again or change.get("_waiting")):
+            _take_back_object(change, later, report)
     run.undone_at = time.time()
     return report
+
+
+def _take_back_name(name: str, change: dict[str, Any], namespace: dict[str, Any], later: list[Any],
+                    user_cells: Any, report: UndoReport) -> None:
+    change["_waiting"] = False
+    current = namespace.get(name, _MISSING)
+    if current is _MISSING:
+        return  # gone already
+    ref = change.get("_value")
+    if ref is None or not ref.matches(current) or (
+            user_cells is not None and user_cells.since(name, change.get("_tick", 0))):
+        report.kept.append(name)
+        return
+    by = _later_change(later, name, current)
+    if by is not None:
+        change["_waiting"] = True
+        report.changed_since.append(f"{name} (by run {by.id}: undo it first)")
+    elif change.get("_too_big"):
+        report.changed_since.append(f"{name} (too big to tell whether you changed it since: del it yourself)")
+    elif change.get("_left") is not None and fp.fingerprint(current) != change["_left"]:
+        report.changed_since.append(f"{name} (by you)")
+    else:
+        del namespace[name]
+        change["undone"] = True
+        report.removed.append(name)
+
+
+def _take_back_object(change: dict[str, Any], later: list[Any], report: UndoReport) -> None:
+    name = change["name"]
+    change["_waiting"] = False
+    saved = change.get("_snapshot")
+    target = change["_object"].get() if change.get("_object") is not None else None
+    if saved is None or target is None:
+        report.not_restored.append(name)
+        return
+    by = _later_change(later, name, target)
+    if by is not None:
+        change["_waiting"] = True
+        report.changed_since.append(f"{name} (by run {by.id}: undo it first)")
+    elif change.get("_left") is not None and fp.fingerprint(target) != change["_left"]:
+        report.changed_since.append(f"{name} (by you)")
+    elif fp.restore(target, saved):
+        change.pop("_snapshot", None)
+        change["undone"] = True
+        report.restored.append(name)
+    else:
+        report.not_restored.append(name)
+
+
+def _later_change(later: list[Any], name: str, obj: Any) -> Any:
+    """The newest later run whose change to ``obj`` in place still stands (not undone), or None."""
+    for run in reversed(later):
+        for change in getattr(run, "changes", []):
+            if change["kind"] != "changed" or change.get("undone"):
+                continue
+            target = change["_object"].get() if change.get("_object") is not None else None
+            if target is obj or (target is None and change["name"] == name):
+                return run
+    return None
 
 
 def why(runs: Iterable[Any], name: str) -> tuple[Any, dict[str, Any]] | None:

@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ...errors import UserError
 from .run import STATUS, Event, Run
 
 TURN_RESULT_CHARS = 2000  # of the newest turns' results, whole lines (older turns: one line)
@@ -27,7 +28,7 @@ CONTEXT_BUDGET = 4000  # characters of earlier turns; older turns shrink to one 
 HEADER = "This cell continues an earlier conversation"
 
 
-class UnknownThread(ValueError):
+class UnknownThread(UserError, ValueError):
     """No thread or run by that id; the message says what to do."""
 
 

@@ -23,24 +23,17 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from .secrets import scrub
+from .run_tree import RunTree
+from .event_kinds import (  # the kinds this module emits (every kind: event_kinds.py)
+    FILE_WRITTEN, LM_USAGE, RUN_FINISHED, RUN_STARTED, STATUS, STEP_FINISHED, STEP_STARTED,
+    SUBAGENT_FINISHED, SUBAGENT_STARTED, TODOS, TOOL_CALL,
+)
 
 log = logging.getLogger(__name__)
 
 STATUSES = ("pending", "running", "finished", "failed", "interrupted", "stopped", "budget_exhausted", "abandoned")
 # "abandoned": read from a record whose writing process died mid-run (records/), never set on a live run
 
-# Event kinds, in the order a run usually emits them.
-RUN_STARTED = "run_started"
-STEP_STARTED = "step_started"  # data: index, reasoning, code
-STEP_FINISHED = "step_finished"  # data: index, output
-TOOL_CALL = "tool_call"  # data: name, args (short reprs), error (or None)
-TODOS = "todos"  # data: todos
-FILE_WRITTEN = "file_written"  # data: path, size
-SUBAGENT_STARTED = "subagent_started"  # data: child (the child Run), step
-SUBAGENT_FINISHED = "subagent_finished"  # data: child, step
-LM_USAGE = "lm_usage"  # data: model, input_tokens, output_tokens, cost, cached_tokens
-STATUS = "status"  # data: status, error
-RUN_FINISHED = "run_finished"  # data: status, result, error
 
 
 @dataclass
@@ -56,11 +49,15 @@ Listener = Callable[[Event], None]
 
 @dataclass
 class Usage:
+    """LM calls, tokens and cost. ``run.usage`` is one run's own (the root's calls, its ``llm_query``s);
+    ``run.tree_usage()`` adds every sub-agent's: what displays, listings and spend caps show."""
+
     lm_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    cost: float = 0.0
+    cost: float = 0.0  # USD of the calls the provider priced
     cached_input_tokens: int = 0  # of input_tokens, read from the provider's prompt cache (core.model.caching)
+    unpriced_calls: int = 0  # calls with no price (a local server, a model LiteLLM has no price for)
 
     def add(self, input_tokens: int = 0, output_tokens: int = 0, cost: float | None = None,
             cached_tokens: int = 0) -> None:
@@ -69,10 +66,34 @@ class Usage:
         self.output_tokens += int(output_tokens or 0)
         self.cost += float(cost or 0.0)
         self.cached_input_tokens += int(cached_tokens or 0)
+        self.unpriced_calls += cost is None
+
+    def merge(self, other: "Usage") -> None:
+        for name in ("lm_calls", "input_tokens", "output_tokens", "cost", "cached_input_tokens", "unpriced_calls"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
 
     @property
     def tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+    def cost_text(self) -> str:
+        """``$0.0123``; ``cost unknown`` when no call had a price, never a made-up ``$0.0000``."""
+        if self.lm_calls and self.unpriced_calls >= self.lm_calls:
+            return "cost unknown"
+        priced = f"${self.cost:.4f}"
+        return f"{priced} + {self.unpriced_calls} unpriced calls" if self.unpriced_calls else priced
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "Usage":
+        """A record's usage (records before ``unpriced_calls`` existed read as all priced)."""
+        data = data if isinstance(data, dict) else {}
+        numbers = {}
+        for name in ("lm_calls", "input_tokens", "output_tokens", "cost", "cached_input_tokens", "unpriced_calls"):
+            try:
+                numbers[name] = (float if name == "cost" else int)(data.get(name) or 0)
+            except (TypeError, ValueError):
+                numbers[name] = 0
+        return cls(**numbers)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +102,7 @@ class Usage:
             "output_tokens": self.output_tokens,
             "cached_input_tokens": self.cached_input_tokens,
             "cost": round(self.cost, 6),
+            "unpriced_calls": self.unpriced_calls,
         }
 
 
@@ -135,6 +157,7 @@ class Run:
         self.profile = profile
         self.depth = depth
         self.parent = parent
+        self.tree = parent.tree if parent is not None else RunTree()  # what the whole tree shares
         self.parent_step: int | None = None
         self.status = "pending"
         self.result: Any = None
@@ -157,6 +180,15 @@ class Run:
         self.exception: BaseException | None = None  # what ended a failed run
         self._listeners: list[Listener] = []
         self._lock = threading.RLock()
+
+    @property
+    def spend(self) -> Any:
+        """The spend budget of this run's tree (`RunTree.spend`; None: no caps)."""
+        return self.tree.spend
+
+    @spend.setter
+    def spend(self, budget: Any) -> None:
+        self.tree.spend = budget
 
     # ---------------------------------------------------------------- listening
     def subscribe(self, listener: Listener) -> Callable[[], None]:
@@ -317,14 +349,10 @@ class Run:
             yield from child.walk()
 
     def tree_usage(self) -> Usage:
-        """The LM usage of this run and all its sub-agents together."""
+        """The LM usage of this run and all its sub-agents together (``self.usage`` is this run's own)."""
         total = Usage()
         for each in self.walk():
-            total.lm_calls += each.usage.lm_calls
-            total.input_tokens += each.usage.input_tokens
-            total.output_tokens += each.usage.output_tokens
-            total.cost += each.usage.cost
-            total.cached_input_tokens += each.usage.cached_input_tokens
+            total.merge(each.usage)
         return total
 
     def __repr__(self) -> str:

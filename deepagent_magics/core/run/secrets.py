@@ -3,7 +3,8 @@
 A secret is the value of an environment variable whose name says credential (KEY, TOKEN,
 SECRET, PASSWORD, CREDENTIAL, AUTH as words of the name: ``OPENAI_API_KEY`` is one,
 ``KEYBOARD_LAYOUT`` and ``AUTHOR`` are not), a secret-looking setting of an LM (``api_key``,
-headers), or a well-known key shape (``sk-...``, ``ghp_...``) anywhere in any text.
+headers), a value registered with `register_secret` (a token typed into a magic), or a
+well-known key shape (``sk-...``, ``ghp_...``) anywhere in any text.
 
 Not only whole secrets: any 8-character piece of a secret, of its reverse, of its base64
 forms (at the three alignments) or of its hex form is replaced, so cutting a text short
@@ -63,10 +64,22 @@ def _worth_hiding(value: Any) -> bool:
     return not (os.path.isabs(value) and os.path.exists(value))
 
 
+_registered: set[str] = set()  # values registered as secrets in this process (`register_secret`)
+
+
+def register_secret(*values: str | None) -> None:
+    """Hide these values from now on, wherever a run's text is scrubbed (a token typed into a magic)."""
+    new = {value.strip() for value in values if _worth_hiding(value)} - _registered
+    if new:
+        _registered.update(new)
+        default_redactor().add(new)
+
+
 def secret_values(*lms: Any, environ: dict[str, str] | None = None) -> set[str]:
-    """Values to scrub: credential-named environment variables and LM settings (``api_key``, headers...)."""
+    """Values to scrub: credential-named environment variables, LM settings (``api_key``, headers...)
+    and the registered secrets."""
     environ = os.environ if environ is None else environ
-    values = {value for name, value in environ.items() if is_secret_name(name)}
+    values = {value for name, value in environ.items() if is_secret_name(name)} | _registered
     for lm in lms:
         _collect(getattr(lm, "kwargs", None), values, secret=False)
         for attribute in ("api_key", "api_base_key"):

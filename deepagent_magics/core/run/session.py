@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...errors import UserError
 from ..workspace.workspace import Workspace
 from .run import Run
 
@@ -28,7 +29,8 @@ class Session:
     run: Run
     workspace: Workspace
     agent: Any = None  # the `DeepAgent` running it (core.loop.agent: a room above this one)
-    extras: dict[str, Any] = field(default_factory=dict)
+    compactor: Any = None  # model.compaction: made on the first step (False: compaction is off)
+    last_inputs: dict[str, Any] | None = None  # loop.ending: the newest step's inputs, for a final answer
     # Set when the run ends early (stopped, a cap, an interrupt, a failure: `DeepAgent._run`) or its kernel is
     # stopped (a sub-agent past its time limit): long tool walks the agent left running check it and stop.
     cancelled: threading.Event = field(default_factory=threading.Event)
@@ -54,7 +56,7 @@ def deactivate(token: contextvars.Token) -> None:
     _current.reset(token)
 
 
-class NamespaceBusy(RuntimeError):
+class NamespaceBusy(UserError, RuntimeError):
     """Another run is using this namespace; a second run on it is refused (one line for the user)."""
 
 

@@ -11,6 +11,8 @@ does not hand it to the model as an error to read: the loop ends.
 
 from __future__ import annotations
 
+from ...errors import DeepAgentError
 
-class StopRun(Exception):
+
+class StopRun(DeepAgentError):
     """End the run now with status ``stopped``; the message says who stopped it and when."""

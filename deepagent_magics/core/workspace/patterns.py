@@ -16,6 +16,8 @@ from typing import Any
 
 import re2
 
+from ...errors import DeepAgentError
+
 MAX_PATTERN = 5_000
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # RE2 would print each refused pattern on the kernel's stderr
@@ -24,7 +26,7 @@ _LOOKAROUND = re.compile(r"\(\?<?[=!]")
 _ATOMIC = re.compile(r"\(\?>|[*+?}][+]")
 
 
-class PatternError(ValueError):
+class PatternError(DeepAgentError, ValueError):
     """A pattern the search cannot take; the message (``Error: ...``) is what the agent reads."""
 
 

@@ -23,13 +23,15 @@ import stat
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
+from ...errors import DeepAgentError
+
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 RACED = (errno.ELOOP, errno.ENOTDIR)  # a component became a symlink or stopped being a folder
 
 
-class NotRegularFile(OSError):
+class NotRegularFile(DeepAgentError, OSError):
     """The name is a folder, a FIFO, a socket or a device: nothing the tools read or replace."""
 
 

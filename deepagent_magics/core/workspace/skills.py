@@ -31,7 +31,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...errors import DeepAgentError
+
 SKILL_FILE = "SKILL.md"
+WORKSPACE_FOLDER = "skills"  # <workspace>/skills/: only the user and root runs write here (tools/files.py)
 SKILL_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
@@ -42,7 +45,7 @@ LISTED_CHARS = 160  # of each description in the prompt
 _KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)\s*:(?:\s+(.*)|\s*)$")
 
 
-class SkillError(ValueError):
+class SkillError(DeepAgentError, ValueError):
     """A folder that is not a well-formed skill (the message is one line)."""
 
 
@@ -61,7 +64,7 @@ def user_dir(configured: str | os.PathLike | None = None) -> Path:
 
 
 def roots(workspace: str | os.PathLike, configured: str | os.PathLike | None = None) -> list[tuple[str, Path]]:
-    return [("workspace", Path(workspace) / "skills"), ("user", user_dir(configured))]
+    return [("workspace", Path(workspace) / WORKSPACE_FOLDER), ("user", user_dir(configured))]
 
 
 def find_skills(workspace: str | os.PathLike, configured: str | os.PathLike | None = None

@@ -8,6 +8,10 @@ never act outside. Patterns the agent gives are matched in linear time (`pattern
 Long walks (grep, glob, ls, tree) stop early when ``should_stop()`` says so (a cancelled
 run). Errors are returned to the agent as strings starting with ``Error:``; they never
 end the run.
+
+``.deepagent/`` is the host's state (run records, event logs, checkpoints, memory): the tools
+read it but never write or edit anything under it (`HOST_STATE`), whichever path or link leads
+there, so an agent cannot plant what the host later loads back.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import stat
 from pathlib import Path
 from typing import Any, Callable
 
+from ...errors import DeepAgentError
 from . import safe_fs
 from .patterns import PatternError, compile_regex, glob_regex
 
@@ -26,7 +31,8 @@ GREP_MAX_LINE = 300
 LS_MAX_ENTRIES = 500
 GLOB_MAX = 500
 STOP_CHECK_LINES = 20_000  # grep asks should_stop() at least this often inside one file
-SKIPPED_DIRS = {".git", ".deepagent", "__pycache__", ".ipynb_checkpoints", ".venv", "node_modules"}
+HOST_STATE = ".deepagent"  # the host's records, checkpoints and memory: never written by the tools
+SKIPPED_DIRS = {".git", HOST_STATE, "__pycache__", ".ipynb_checkpoints", ".venv", "node_modules"}
 Stop = Callable[[], bool] | None
 
 
@@ -64,7 +70,7 @@ def _lines(handle: Any) -> Any:
         yield line
 
 
-class WorkspaceError(ValueError):
+class WorkspaceError(DeepAgentError, ValueError):
     """A path or an edit the workspace refuses; its message is what the agent sees."""
 
 
@@ -131,6 +137,9 @@ class Workspace:
                 raise self._error(exc, path) from None
 
     def _write(self, parts: tuple[str, ...], shown: str, text: str) -> int:
+        if parts and parts[0].casefold() == HOST_STATE:
+            raise WorkspaceError(f"Error: {shown!r} is in {HOST_STATE}/, the host's own records, checkpoints and "
+                                 "memory; the tools do not write there (use remember() for a memory)")
         data = text.encode("utf-8")  # before anything is created: a bad string leaves nothing behind
         with safe_fs.opened(self._dir(parts[:-1], shown, create=True)) as folder:
             try:

@@ -28,6 +28,7 @@ import urllib.request
 from typing import Any
 from urllib.parse import urlparse
 
+from ...errors import UserError
 from .gateway_channels import WebsocketKernelClient
 from .gateway_leftovers import forget, remember, sweep
 from .pooled_kernel import _INSTALL, STARTUP_TIMEOUT, Kernel, KernelStartError, _context, _sources
@@ -47,7 +48,7 @@ _starting = 0  # start requests in flight (a pool filler's, at exit)
 _exiting = False
 
 
-class GatewayError(KernelStartError):
+class GatewayError(UserError, KernelStartError):
     """The gateway cannot be used (a wrong URL, a refused token, an unknown kernel spec); one line."""
 
 

@@ -22,13 +22,14 @@ import time
 from collections import deque
 from typing import Any
 
+from ...settings import MAX_POOL, SETTINGS
 from . import lifecycle
 from .pooled_kernel import HOST_KERNEL, STARTUP_TIMEOUT, Kernel, KernelStartError
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SIZE = 2
-MAX_SIZE = 64  # each ready kernel is a started process (~100 MB); more kept idle is a typo, not a plan
+DEFAULT_SIZE = SETTINGS["pool_size"].default
+MAX_SIZE = MAX_POOL  # (settings.py) each ready kernel is a started process (~100 MB); more kept idle is a typo, not a plan
 
 
 def check_size(size: int) -> None:

@@ -25,6 +25,7 @@ import zmq
 from jupyter_client import AsyncKernelManager, BlockingKernelClient
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 
+from ...errors import DeepAgentError
 from ...core.loop.tool_binding import run_coroutine
 from .. import kernel_side
 from ..kernel_side import RUNTIME_NAME
@@ -36,8 +37,9 @@ HOST_KERNEL = "deepagent-host-python"
 STARTUP_TIMEOUT = 60.0
 
 # The kernel-side modules, shipped as source (the kernel may not have this package): each becomes
-# `_deepagent_<name>` in the kernel's sys.modules, in this order; kernel_side comes last and installs.
-SHIPPED = ("wire", "processes", "guards", "output_limit", "kernel_side")
+# `_deepagent_<name>` in the kernel's sys.modules (a folder's `/` becomes `_`), in this order; kernel_side comes
+# last and installs.
+SHIPPED = ("wire", "processes", "guards", "output_limit", "runtime_checks/actions", "runtime_checks/hook", "kernel_side")
 _INSTALL = (
     "def _deepagent_install(sources):\n"
     "    import sys, types\n"
@@ -51,7 +53,7 @@ _INSTALL = (
 )
 
 
-class KernelStartError(RuntimeError):
+class KernelStartError(DeepAgentError, RuntimeError):
     """A kernel could not be started (a missing kernel spec, a kernel that died at start-up)."""
 
 
@@ -288,9 +290,9 @@ def _sources() -> list[tuple[str, str, str]]:
         folder = os.path.dirname(kernel_side.__file__)
         sources = []
         for name in SHIPPED:
-            with open(os.path.join(folder, f"{name}.py"), encoding="utf-8") as handle:
+            with open(os.path.join(folder, *f"{name}.py".split("/")), encoding="utf-8") as handle:
                 filename = kernel_side.RUNTIME_FILENAME if name == "kernel_side" else f"<deepagent {name}>"
-                sources.append((name, filename, handle.read()))
+                sources.append((name.replace("/", "_"), filename, handle.read()))
         _SOURCES = sources
     return _SOURCES
 

@@ -99,6 +99,7 @@ def child_agent(parent: Any, session: Session, tree: Tree, child: Child) -> SubA
         tools=() if name == REVIEWER_PROFILE else tuple(tool for tool in inherited if tool.__name__ not in mine) + own,
         sub_lm=parent.sub_lm,
         instructions=kind.instructions_at(depth, parent.max_depth) if kind is not None else None,
+        extensions=parent.extensions,
     ))
     agent.tree, agent.child, agent.pool = tree, child, tree.pool
     agent.subagents, agent.type_tools = types, own
@@ -107,7 +108,7 @@ def child_agent(parent: Any, session: Session, tree: Tree, child: Child) -> SubA
     else:
         agent.lm = parent.lm if parent.lm is not None else dspy.settings.lm
     agent.workspace = Path(session.workspace.root)
-    for name in ("max_subagents", "subagent_max_iters", "subagent_timeout", "max_parallel", "skills_dir",
+    for name in ("max_subagents", "subagent_max_iters", "subagent_timeout", "max_parallel", "skills_dir", "subagent_skills",
                  "retry_policy"):
         if hasattr(parent, name):
             setattr(agent, name, getattr(parent, name))
@@ -119,7 +120,7 @@ _templates_lock = threading.Lock()
 TEMPLATES_KEPT = 32
 
 
-def _template(*, profile: str, depth: int, max_depth: int, tools: tuple, sub_lm: Any,
+def _template(*, profile: str, depth: int, max_depth: int, tools: tuple, sub_lm: Any, extensions: Any,
               instructions: str | None = None, **settings: Any) -> SubAgent:
     """A built sub-agent for these settings. Building a dspy.RLM takes ~10 ms (its signatures are
     pydantic models) and an RLM keeps each call's state in the call, so every child with the same
@@ -127,12 +128,13 @@ def _template(*, profile: str, depth: int, max_depth: int, tools: tuple, sub_lm:
     if instructions is None:
         instructions = load_profile(profile).instructions(depth=depth, max_depth=max_depth)
     lm_key = sub_lm if sub_lm is None or isinstance(sub_lm, str) else id(sub_lm)  # the template keeps it alive
-    key = (instructions, profile, depth, max_depth, tools, lm_key, tuple(sorted(settings.items())))
+    key = (instructions, profile, depth, max_depth, tools, lm_key, id(extensions), tuple(sorted(settings.items())))
     with _templates_lock:
         template = _templates.get(key)
         if template is None:
             template = _templates[key] = SubAgent(profile=profile, depth=depth, max_depth=max_depth, tools=tools,
-                                                  sub_lm=sub_lm, instructions=instructions, **settings)
+                                                  sub_lm=sub_lm, instructions=instructions,
+                                                  extensions=extensions, **settings)
             while len(_templates) > TEMPLATES_KEPT:
                 _templates.popitem(last=False)
         _templates.move_to_end(key)

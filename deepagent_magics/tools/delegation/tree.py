@@ -66,7 +66,6 @@ class Outcome:
         return self.value if self.ok else self.text
 
 
-_tree_lock = threading.Lock()
 
 
 def tree_of(session: Session) -> Tree:
@@ -74,10 +73,9 @@ def tree_of(session: Session) -> Tree:
     tree = getattr(session.agent, "tree", None)
     if tree is not None:
         return tree
-    with _tree_lock:
-        tree = session.extras.get("delegation")
-        if tree is None:
-            agent = session.agent
-            pool = getattr(agent, "pool", None) or default_pool()
-            tree = session.extras["delegation"] = Tree(session.run, Budget(agent.max_subagents), pool)
-        return tree
+    agent = session.agent
+
+    def make() -> Tree:
+        return Tree(session.run, Budget(agent.max_subagents), getattr(agent, "pool", None) or default_pool())
+
+    return session.run.tree.setdefault("delegation", make)  # the run tree's one delegation tree

@@ -1,7 +1,9 @@
 """The quality benchmark's suites: public benchmarks that fit a notebook data agent.
 
 - `dabstep`: DABstep (payments table, fee rules, docs); `dabench`: InfiAgent-DABench (CSV
-  questions, ``@name[value]`` answers); `oolong`: OOLONG-synth (long-context aggregation)
+  questions, ``@name[value]`` answers); `oolong`: OOLONG-synth (long-context aggregation);
+  `sklearn_data`: the offline suite, questions over scikit-learn's bundled datasets, answered by the
+  reference code in `sklearn_questions` (nothing to download)
 - `base`: what a suite and a task are; `hub`: the cache and the Hugging Face download;
   `files`: files to notebook variables
 
@@ -10,16 +12,18 @@ Each suite scores with its own published rule. `tuning.bench` runs them; docs/qu
 
 from __future__ import annotations
 
+from ...errors import UserError
 from .suite import Suite, Task
 from .dabench import DABench
 from .dabstep import DABstep
 from .hub import SuiteUnavailable, cache_dir
 from .oolong import Oolong
+from .sklearn_data import SklearnData
 
-SUITES: dict[str, Suite] = {suite.name: suite for suite in (DABstep(), DABench(), Oolong())}
+SUITES: dict[str, Suite] = {suite.name: suite for suite in (DABstep(), DABench(), Oolong(), SklearnData())}
 
 
-class UnknownSuite(ValueError):
+class UnknownSuite(UserError, ValueError):
     """No suite by that name; the message lists the suites."""
 
 

@@ -11,12 +11,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ...errors import UserError
+
 DEFAULT_CACHE = "~/.cache/deepagent-magics/bench"
 CACHE_ENV = "DEEPAGENT_BENCH_CACHE"
 EXTRA = "pip install 'deepagent-magics[quality]'"
 
 
-class SuiteUnavailable(RuntimeError):
+class SuiteUnavailable(UserError, RuntimeError):
     """A suite's data cannot be had (missing package, offline, unreadable files); the message is one line."""
 
 

@@ -61,6 +61,10 @@ class Suite:
     def score(self, task: Task, answer: Any) -> float:  # pragma: no cover - every suite overrides
         raise NotImplementedError
 
+    def score_prediction(self, task: Task, prediction: Any) -> float:
+        """A system's whole prediction scored (its ``result``, and whatever else a suite checks, e.g. files written)."""
+        return self.score(task, prediction.get("result") if hasattr(prediction, "get") else prediction)
+
     def load(self, cache: str | Path | None = None, split: str | None = None, limit: int | None = None,
              where: dict[str, str] | None = None) -> list[Task]:
         """The split's tasks (those whose ``meta`` matches ``where``, the first ``limit`` of them), downloading the

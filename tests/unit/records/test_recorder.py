@@ -111,7 +111,8 @@ def test_writes_are_throttled_not_one_per_event(workspace, monkeypatch):
     monkeypatch.setattr(RunRecorder, "MIN_INTERVAL", 3600.0)
     writes = []
     original = records.write_json_atomic
-    monkeypatch.setattr(records, "write_json_atomic", lambda path, data: (writes.append(path), original(path, data)))
+    monkeypatch.setattr(records, "write_json_atomic",
+                        lambda path, data, **how: (writes.append(path), original(path, data, **how)))
     steps = [(f"Step {i}.", f"v{i} = {i}") for i in range(30)] + [("Done.", "SUBMIT(result='ok')")]
     run = DeepAgent(lm=ScriptedLM(steps), workspace=workspace, max_iters=40).run("many steps", {})
     assert len(run.steps) == 31

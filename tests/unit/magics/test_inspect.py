@@ -32,8 +32,9 @@ def test_runs_lists_recent_runs_newest_first(ip, two_runs, capsys):
     capsys.readouterr()
     ip.run_line_magic("deepagent_runs", "")
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["id", "time", "status", "steps", "tokens", "cost", "task"]
+    assert lines[0].split() == ["id", "time", "status", "steps", "tokens", "(tree)", "cost", "(tree)", "task"]
     assert "Double twenty-one" in lines[1] and "finished" in lines[1] and " 3 " in lines[1]
+    assert "cost unknown" in lines[1] and "$0.0000" not in lines[1]  # a scripted model has no price
     assert "Count to three" in lines[2] and " 2 " in lines[2]
     assert two_runs.id in lines[1]
     ip.run_line_magic("deepagent_runs", "--limit 1")
@@ -66,7 +67,7 @@ def test_trace_rebuilds_the_dashboard_from_the_record(ip, two_runs):
     assert "double" in panels.children[0].children[1].value  # the todos
     assert "double.txt" in panels.children[1].children[1].value  # the tree
     assert "finished" in status.value and "iteration 3/20" in status.value
-    assert result_box.children[1].outputs[0]["data"]["text/markdown"] == "m=42"
+    assert "<p>m=42</p>" in result_box.children[1].outputs[0]["data"]["text/html"]
     assert isinstance(result_box, ipywidgets.VBox)
 
 

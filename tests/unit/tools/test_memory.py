@@ -34,7 +34,7 @@ def test_remember_then_recall_returns_filterable_dicts_with_the_run(session, tmp
     remember("The user prefers bar charts over pie charts", tags="preference")
     found = recall("sales cents")
     assert found[0]["text"].startswith("Sales amounts are in cents")
-    assert set(found[0]) == {"id", "text", "tags", "when", "run"}
+    assert set(found[0]) == {"id", "text", "tags", "when", "run", "author"} and found[0]["author"] == "root"
     assert found[0]["tags"] == ["sales", "units"] and found[0]["run"] == session.run.id
     assert [m for m in recall("charts") if "preference" in m["tags"]]
     assert (tmp_path / ".deepagent" / "memory.db").exists()
@@ -89,7 +89,7 @@ def test_a_workspace_without_memories_adds_nothing_and_creates_no_store(tmp_path
         return ("done", "SUBMIT(result='ok')")
 
     DeepAgent(lm=ScriptedLM(policy), workspace=tmp_path, max_depth=0).run("anything")
-    assert "Memories from earlier runs" not in seen["user"]
+    assert "Notes from earlier runs" not in seen["user"]
     assert not (tmp_path / ".deepagent" / "memory.db").exists()
 
 
