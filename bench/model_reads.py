@@ -122,7 +122,7 @@ def _deepagent() -> list[dict[str, Any]]:
 def _bare_rlm() -> list[dict[str, Any]]:
     import dspy
 
-    from deepagent_magics.core.loop import extensions
+    from deepagent_magics import DeepAgent
     from deepagent_magics.core.loop.agent import build_signature
     from deepagent_magics.core.loop.profiles import load_profile
     from deepagent_magics.core.loop.variables import variables_view
@@ -137,7 +137,7 @@ def _bare_rlm() -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory() as workspace:
         session = Session(Run(TASK), Workspace(workspace))
         rlm = dspy.RLM(build_signature(load_profile().instructions()), max_iters=len(SCRIPT) + 2,
-                       tools=extensions.builtin_tools(), interpreter_factory=ShellInterpreterFactory(namespace, session))
+                       tools=DeepAgent().builtin_tools(), interpreter_factory=ShellInterpreterFactory(namespace, session))
         token = activate(session)
         try:
             with dspy.context(lm=lm):

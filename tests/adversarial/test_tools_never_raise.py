@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 
 from deepagent_magics import DeepAgent
-from deepagent_magics.core.loop import extensions
 from deepagent_magics.interpreters.pool import KernelPool
 from deepagent_magics.testing import ScriptedLM
 
@@ -39,7 +38,7 @@ BAD_CALLS = {
 
 
 def test_every_built_in_tool_is_exercised_here():
-    assert {tool.__name__ for tool in extensions.builtin_tools()} == set(BAD_CALLS)
+    assert {tool.__name__ for tool in DeepAgent().builtin_tools()} == set(BAD_CALLS)
 
 
 def test_every_bad_call_of_every_built_in_tool_answers_with_an_error_string(tmp_path):
