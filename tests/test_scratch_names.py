@@ -40,6 +40,14 @@ def test_braces_expand_only_the_users_names_and_the_cell_says_what_it_expanded(i
     ip.user_ns["f"] = "mine now"  # the user rebinds it: now it is theirs
     ip.run_cell("%%deepagent --lm lm --max-depth 0\nuse {f}").raise_error()
     assert ip.user_ns["_deepagent_run"].task.strip() == "use mine now"
+    del ip.user_ns["f"]
+    ip.user_ns["maker"] = ScriptedLM([("Make f.", "f = 'sex'"), ("Done.", "SUBMIT(result='ok')")])
+    ip.run_cell("%%deepagent --lm maker --max-depth 0\nmake f").raise_error()  # an agent's again ...
+    ip.run_cell("%%deepagent --lm lm --max-depth 0\nuse {f}").raise_error()
+    assert ip.user_ns["_deepagent_run"].task.strip() == "use {f}"
+    ip.run_cell("f = 'sex'")  # ... then a cell of the user's sets it to the very object the agent left
+    ip.run_cell("%%deepagent --lm lm --max-depth 0\nuse {f}").raise_error()
+    assert ip.user_ns["_deepagent_run"].task.strip() == "use sex"
 
 
 def test_an_unknown_name_in_braces_is_still_one_usage_error(ip):

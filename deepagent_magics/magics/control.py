@@ -92,9 +92,10 @@ def summarize_changes(run: Any) -> str | None:
             f"%deepagent_undo takes the run back)")
 
 
-def agent_names(runs: list[Any], namespace: dict[str, Any]) -> list[str]:
-    """The names runs of this session made that still hold what the run left there (not rebound by the user
-    since): the variables view lists them last, and ``{name}`` in a cell does not expand them."""
+def agent_names(runs: list[Any], namespace: dict[str, Any], user_cells: Any = None) -> list[str]:
+    """The names runs of this session made that still hold what the run left there, and that no cell of the
+    user's assigned since (``user_cells``: `provenance.UserCells`): the variables view lists them last, and
+    ``{name}`` in a cell does not expand them."""
     latest: dict[str, dict[str, Any]] = {}
     for run in runs:
         for change in getattr(run, "changes", ()):
@@ -103,6 +104,8 @@ def agent_names(runs: list[Any], namespace: dict[str, Any]) -> list[str]:
     out = []
     for name, change in latest.items():
         ref = change.get("_value")
+        if user_cells is not None and user_cells.since(name, change.get("_tick", 0)):
+            continue  # the user set it again (even to the very same object): it is theirs now
         if name in namespace and ref is not None and ref.matches(namespace[name]):
             out.append(name)
     return out

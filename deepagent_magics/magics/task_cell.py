@@ -80,7 +80,8 @@ class DeepAgentMagics(SettingTraits):
         args = parse_flags(self.deepagent, line)
         namespace = self.shell.user_ns
         check_out(args.out)
-        made = control.agent_names(self.runs, namespace)  # names earlier runs made (not the user's)
+        watcher = self.shell.magics_manager.registry.get("ControlMagics")
+        made = control.agent_names(self.runs, namespace, getattr(watcher, "user_cells", None))  # not the user's
         task, expanded, kept = (cell, [], []) if args.no_interpolate else interpolate_task(cell, namespace, made)
         if not task.strip():
             raise UsageError("The cell is empty: write the task for the agent in the cell body")
