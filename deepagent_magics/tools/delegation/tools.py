@@ -35,7 +35,7 @@ def delegate(task: str, context: str = "", agent: str | None = None, profile: st
 
 @tool
 def delegate_batched(tasks: list) -> list:
-    """Several at once, each task a str or {"task", "context", "agent"}; results in order.
+    """Several at once (each a str or {"task", "context", "agent"}), results in order.
 
     At most ``max_parallel`` run at the same time; a failed one gives an "Error: ..." string in its
     place. Each result arrives as data, as with ``delegate``."""
