@@ -58,8 +58,8 @@ TIMEOUT_ECHO = 2_000  # characters of what timed-out code printed, kept in its e
 _FACADE_TOKEN = "__dspy_host_token"
 
 EXECUTION_INSTRUCTIONS = (
-    "Code runs in the user's live Jupyter kernel: their variables are in scope, and what you define stays in "
-    "their notebook. Name results clearly; keep throwaway work in functions or `_`-named variables (removed "
+    "Code runs in the user's live Jupyter kernel: the variables listed with the task are defined; use them by "
+    "name, never load or rebuild them. What you define stays in their notebook. Name results clearly; keep throwaway work in functions or `_`-named variables (removed "
     "at the end). Never rebind or delete a user's variable (make `sales_clean`, not `sales = ...`). The last "
     "line's value is echoed. A step may run {timeout:g} s."
 )

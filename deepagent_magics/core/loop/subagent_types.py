@@ -112,9 +112,8 @@ def check_types(types: Iterable[Any]) -> dict[str, SubAgentType]:
 
 
 SUBAGENTS_HEAD = (
-    "## Sub-agents\nA sub-agent works in a kernel of its own whose working directory is the workspace: it sees "
-    "your files there, not your variables. Give it independent, self-contained work; have drafts checked with "
-    "`review`. Types for `agent=` (default: like you):")
+    "## Sub-agents\nA sub-agent (`delegate`) works in a kernel of its own whose working directory is the "
+    "workspace: it sees your files there, not your variables. Types for `agent=` (default: like you):")
 NOT_LISTED = {"reviewer"}  # reached through review()
 
 
