@@ -31,6 +31,7 @@ MAX_COLUMNS = 60  # a table's columns shown with their dtypes
 MAX_VARIABLES = MAX_NAMED  # the old name
 PREVIEW_CHARS = 80
 FULL_PREVIEW_CHARS = 300  # a variable the task mentions
+HEAD_ROWS = 3  # of a pandas table the task mentions
 NAMES_CHARS = 600  # each names-only line (functions, modules, earlier runs' names)
 HIDDEN = {"In", "Out", "exit", "quit", "get_ipython", "open"}
 TRUSTED = {"numpy", "pandas", "polars", "pyarrow", "torch", "jax", "jaxlib", "scipy", "xarray", "tensorflow",
@@ -161,7 +162,20 @@ def _table(value: Any, cls: type, kind: str, detail: str) -> str | None:
         groups.setdefault(_clip(str(dtype), 40), []).append(_label(name))
     columns = "; ".join(f"{dtype}: {', '.join(labels)}" for dtype, labels in groups.items())
     more = f"; ... {shape[1] - len(names):,} more (.columns lists them)" if shape[1] > len(names) else ""
-    return f"{kind}, shape {shape}, columns {columns}{more}"
+    text = f"{kind}, shape {shape}, columns {columns}{more}"
+    return text + _head(value) if detail == "full" and cls.__module__.split(".")[0] == "pandas" else text
+
+
+def _head(frame: Any) -> str:
+    """A pandas table's first rows, indented under its line (a table the task names: the model sees its data
+    is already here); nothing when a row would be wide."""
+    try:
+        lines = frame.head(HEAD_ROWS).to_string(max_cols=12, max_colwidth=24).splitlines()
+    except Exception:
+        return ""
+    if not lines or any(len(line) > 160 for line in lines):
+        return ""
+    return "".join(f"\n    {line}" for line in lines)
 
 
 def _shape(value: Any, cls: type) -> tuple | None:
