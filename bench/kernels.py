@@ -30,13 +30,16 @@ def available() -> str | None:
     return None
 
 
-def pool(size: int = 2):
-    """The benchmarks' own pool, full and paused (refill with `refill`)."""
+def pool(size: int = 2, workspace: str | None = None):
+    """The benchmarks' own pool, full and paused (refill with `refill`), with kernels for ``workspace``
+    (a sandboxed kernel can write only the workspace it was started for)."""
     global _pool
     from deepagent_magics.interpreters.pool import KernelPool
 
     if _pool is None or _pool.closed:
         _pool = KernelPool(size=size)
+    if workspace:
+        _pool.retarget(workspace)
     refill(size)
     return _pool
 

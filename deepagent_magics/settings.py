@@ -176,6 +176,13 @@ SETTINGS = _settings(
             help="sub-agent kernels kept started ahead of need (0: start each on demand)"),
     setting("kernel_name", str, None, {CONFIG, CLI},
             help="kernel spec for sub-agents (default: this Python)"),
+    # The sandbox of local sub-agent kernels (interpreters/pool/sandbox.py; docs/safety.md).
+    setting("subagent_network", bool, False, {CELL, CONFIG, CLI, SERVER},
+            help="sub-agent kernels reach the network (default: their sandbox has none; their tools and LM calls "
+                 "run on the host)"),
+    setting("require_sandbox", bool, False, {CELL, CONFIG, CLI, SERVER},
+            help="refuse sub-agents when bubblewrap cannot sandbox their kernels here, instead of running them "
+                 "marked not sandboxed"),
     setting("gateway_url", str, None, {CONFIG, CLI}, off="this machine",
             help="Jupyter gateway to start sub-agent kernels on (default: JUPYTER_GATEWAY_URL, else this machine)"),
     setting("gateway_token", str, None, {CONFIG, CLI},

@@ -42,7 +42,9 @@ def ip(_shell, tmp_path, monkeypatch):
     monkeypatch.delenv("DEEPAGENT_LM", raising=False)
     _shell.reset(new_session=False)
     _shell.run_line_magic("deepagent_config", "--reset")
-    _shell.run_line_magic("deepagent_config", f"--workspace {tmp_path} --quiet on")
+    # No kernels warmed for sub-agents a test does not start: a sandboxed kernel serves one workspace, and
+    # each test's is new (tests that delegate set --pool-size).
+    _shell.run_line_magic("deepagent_config", f"--workspace {tmp_path} --quiet on --pool-size 0")
     with dspy.context(lm=None):
         yield _shell
     _shell.reset(new_session=False)

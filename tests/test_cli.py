@@ -177,13 +177,19 @@ def test_an_openai_compatible_server_drives_the_command_line(tmp_path):
 def test_a_sub_agent_runs_in_a_kernel_and_none_is_left_when_the_command_exits(tmp_path):
     psutil = pytest.importorskip("psutil")
     steps = {"scripts": {"": [["Delegate", "r = delegate('CHILD-CLI: say hi')\nSUBMIT(result='parent got ' + r)"]],
-                         "CHILD-CLI": [["Hi", "import os\nSUBMIT(result='hi from pid ' + str(os.getpid()))"]]}}
+                         "CHILD-CLI": [["Hi", "from ipykernel.connect import get_connection_file\n"
+                                                "SUBMIT(result='hi from ' + get_connection_file())"]]}}
     done = cli("run", "Ask a sub-agent", "--lm", script(tmp_path, steps), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("parent got hi from pid ")
+    assert done.stdout.startswith("parent got hi from ")
     assert "sub-agent" in done.stderr
-    child_pid = int(done.stdout.split()[-1])
-    assert not psutil.pid_exists(child_pid) or psutil.Process(child_pid).status() == psutil.STATUS_ZOMBIE
+    # The kernel by its connection file (in a sandbox its own pid is 1, its PID namespace's): no process left.
+    connection_file = done.stdout.split()[-1]
+    left = []
+    for process in psutil.process_iter(["cmdline", "status"]):
+        if connection_file in (process.info["cmdline"] or []) and process.info["status"] != psutil.STATUS_ZOMBIE:
+            left.append(process)
+    assert connection_file.endswith("kernel.json") and left == []
 
 
 # ---------------------------------------------------------------------------------------------- runs, trace, export

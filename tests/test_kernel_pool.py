@@ -40,6 +40,17 @@ def wait_gone(pids, seconds: float = 15.0) -> list[int]:
     return alive
 
 
+def wait_removed(paths, seconds: float = 15.0) -> list[str]:
+    """The paths still there after waiting up to ``seconds``: the last process to remove one (a kernel's
+    watcher or the keeper) may still be at it when the kernels are gone."""
+    deadline = time.monotonic() + seconds
+    left = [path for path in paths if os.path.exists(path)]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = [path for path in left if os.path.exists(path)]
+    return left
+
+
 def test_a_warm_pool_hands_out_ready_kernels_refills_and_stops_every_kernel():
     pool = KernelPool(size=2).warm()
     try:
@@ -119,8 +130,14 @@ from deepagent_magics.interpreters.kernel import KernelInterpreter
 pool = KernelPool(size=2).warm()
 assert pool.wait_ready(timeout=120)
 interpreter = KernelInterpreter(pool=pool)        # one kernel in use, one ready, one refilling
-interpreter.execute("import subprocess; child = subprocess.Popen(['sleep', '600'])")
-grandchild = int(interpreter.execute("child.pid"))
+interpreter.execute("import subprocess; child = subprocess.Popen(['sleep', '600.0713'])")
+# Found by its command line: in a sandbox the kernel's pids are those of its own PID namespace.
+for _ in range(100):
+    grandchild = [int(p) for p in os.listdir("/proc") if p.isdigit() and b"600.0713" in open(f"/proc/{p}/cmdline", "rb").read()]
+    if grandchild:
+        break
+    time.sleep(0.05)
+grandchild = grandchild[0]
 pool.wait_ready(timeout=120)
 print(json.dumps({"kernels": pool.pids(), "grandchild": grandchild, "dirs": live_kernel_dirs()}), flush=True)
 sys.stdin.readline()  # until the test has seen them alive
@@ -155,7 +172,7 @@ def test_no_kernel_outlives_its_host_process(tmp_path, ending):
         # The exit handler killed and reaped them before the host was gone: no waiting needed.
         assert [pid for pid in pids if not gone(pid)] == []
     assert wait_gone(pids) == []
-    assert [d for d in started["dirs"] if os.path.exists(d)] == []
+    assert wait_removed(started["dirs"]) == []
     # The host's own directory: removed at exit, or (killed outright) by the next process to make one.
     host_dir = os.path.dirname(started["dirs"][0])
     subprocess.run([sys.executable, "-c", "from deepagent_magics.interpreters.pool import Kernel; Kernel()"],

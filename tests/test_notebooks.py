@@ -96,8 +96,8 @@ def test_a_headless_notebook_keeps_the_runs_final_summary_as_the_dashboards_text
 
 def test_a_notebook_saved_without_widget_state_still_shows_the_result(tmp_path):
     """Executed headless and stripped of widget state (Jupyter's default save; what GitHub and nbviewer show),
-    the cell still shows the answer: the result is an ordinary Markdown output with a plain-text fallback,
-    below the dashboard, and HTML a model wrote in it is escaped, not rendered."""
+    the cell still shows the answer: the result is an ordinary output (sanitised HTML) with a plain-text fallback,
+    below the dashboard, and what HTML a model wrote in it could run is taken out."""
     import nbformat
 
     answer = "**3 regions fell**\n\n| region | change |\n|---|---:|\n| East | -24,100 |\n\n<img src=x onerror=alert(1)>"
@@ -120,10 +120,11 @@ def test_a_notebook_saved_without_widget_state_still_shows_the_result(tmp_path):
     saved = nbformat.reads(nbformat.writes(executed), as_version=4)
 
     outputs = [output for output in saved.cells[1].outputs if output.get("output_type") in ("display_data", "execute_result")]
-    markdown = [output["data"]["text/markdown"] for output in outputs if "text/markdown" in output.get("data", {})]
-    assert len(markdown) == 1, outputs
-    assert "**3 regions fell**" in markdown[0] and "| East | -24,100 |" in markdown[0]
-    assert "<img" not in markdown[0] and "&lt;img src=x onerror=alert(1)>" in markdown[0]
-    plain = next(output["data"]["text/plain"] for output in outputs if "text/markdown" in output.get("data", {}))
-    assert "| East | -24,100 |" in plain
-    assert outputs.index(next(o for o in outputs if "text/markdown" in o.get("data", {}))) > 0  # below the dashboard
+    results = [output for output in outputs if "deepagent-result" in output.get("data", {}).get("text/html", "")]
+    assert len(results) == 1, outputs
+    shown = results[0]["data"]
+    assert "text/markdown" not in shown  # JupyterLab renders Markdown output as trusted HTML
+    assert "<strong>3 regions fell</strong>" in shown["text/html"] and "<td>East</td>" in shown["text/html"]
+    assert "onerror" not in shown["text/html"] and "alert" not in shown["text/html"]
+    assert "| East | -24,100 |" in shown["text/plain"]
+    assert outputs.index(results[0]) > 0  # below the dashboard

@@ -182,8 +182,29 @@ def test_the_subagent_budget_is_exact_under_concurrent_requests(pool, tmp_path):
 PID_FILE = "import os\nwrite_file(f'kernel-{os.getpid()}.pid', '')\n"
 
 
+def kernel_processes(kernel) -> list[int]:
+    """A kernel's processes as the host sees them: the one it started (bwrap in a sandbox) and the
+    kernel below it (in a sandbox, the kernel's own os.getpid() is 1: its PID namespace's)."""
+    return [pid for pid in (kernel.pid, kernel.signal_group) if pid]
+
+
+@pytest.fixture
+def taken(pool, monkeypatch):
+    """The kernels the pool hands out during the test, each one's host pids."""
+    kernels: list[list[int]] = []
+    take = pool.take
+
+    def recording_take(*args, **kwargs):
+        kernel = take(*args, **kwargs)
+        kernels.append(kernel_processes(kernel))
+        return kernel
+
+    monkeypatch.setattr(pool, "take", recording_take)
+    return kernels
+
+
 @pytest.mark.parametrize("case", ["os._exit", "loops past its timeout", "segfault"])
-def test_a_child_whose_kernel_dies_or_hangs_returns_an_error_and_the_parent_carries_on(pool, tmp_path, case):
+def test_a_child_whose_kernel_dies_or_hangs_returns_an_error_and_the_parent_carries_on(pool, taken, tmp_path, case):
     code = {
         "os._exit": PID_FILE + "os._exit(1)",
         "loops past its timeout": PID_FILE + "while True:\n    pass",
@@ -194,6 +215,8 @@ def test_a_child_whose_kernel_dies_or_hangs_returns_an_error_and_the_parent_carr
                        ("Carry on.", "SUBMIT(result='carried on after: ' + r)")],
         "FAULT-CHILD": [("Misbehave.", code)],
     })
+    # A sandboxed kernel is made for one workspace: ready ones for this test's, so the 3 s limit is the code's.
+    assert pool.warm(str(tmp_path)).wait_ready(timeout=120)
     run = make_agent(lm, tmp_path, pool, subagent_timeout=3).run("FAULT-ROOT: survive the child")
 
     assert run.status == "finished", run.error
@@ -204,8 +227,9 @@ def test_a_child_whose_kernel_dies_or_hangs_returns_an_error_and_the_parent_carr
         assert run.result.startswith("carried on after: Error: the sub-agent failed: CodeInterpreterError: "
                                      "the sub-agent's kernel died")
     assert child.status == "failed"
-    [pid_file] = list(tmp_path.glob("kernel-*.pid"))
-    assert gone(int(pid_file.name.split("-")[1].split(".")[0]))
+    assert len(list(tmp_path.glob("kernel-*.pid"))) == 1  # the child's code ran
+    [pids] = taken
+    assert all(gone(pid) for pid in pids)
 
 
 def test_a_child_whose_code_raises_or_whose_model_fails_returns_to_a_parent_that_carries_on(pool, tmp_path):
@@ -306,9 +330,15 @@ from deepagent_magics.interpreters.pool import KernelPool, live_kernel_pids
 from deepagent_magics.core.run.run import Run
 from deepagent_magics.testing import ScriptedLM
 
-pool = KernelPool(size=2).warm()
+pool = KernelPool(size=2, cwd=sys.argv[1]).warm()  # kernels for this workspace (a sandboxed one serves one)
 assert pool.wait_ready(timeout=120)
-hang = [("Hang.", "import os, time\\nopen(f'kernel-{os.getpid()}.pid', 'w').close()\\nwhile True:\\n    time.sleep(0.05)")]
+take = pool.take
+def recording_take(*args):  # each kernel's host pids (in a sandbox, os.getpid() in the kernel is 1)
+    kernel = take(*args)
+    open(f"{sys.argv[1]}/host-{kernel.pid}-{kernel.signal_group or 0}.pids", "w").close()
+    return kernel
+pool.take = recording_take
+hang = [("Hang.", "import os, time, uuid\\nopen(f'kernel-{uuid.uuid4().hex}.pid', 'w').close()\\nwhile True:\\n    time.sleep(0.05)")]
 lm = ScriptedLM(scripts={
     "INTERRUPT-ROOT": [("Fan out.", "rs = delegate_batched(['HANG-A: wait', 'HANG-B: wait', 'HANG-C: wait'])")],
     "HANG-A": hang, "HANG-B": hang, "HANG-C": hang,
@@ -341,8 +371,9 @@ def test_a_keyboard_interrupt_during_delegate_batched_stops_every_child_kernel(t
         while len(list(workspace.glob("kernel-*.pid"))) < 2 and time.monotonic() < deadline:
             assert host.poll() is None, host.stderr.read()
             time.sleep(0.1)
-        kernels = [int(p.name.split("-")[1].split(".")[0]) for p in workspace.glob("kernel-*.pid")]
-        assert len(kernels) == 2  # two running (max_parallel=2), one waiting
+        assert len(list(workspace.glob("kernel-*.pid"))) == 2  # two running (max_parallel=2), one waiting
+        kernels = [int(pid) for p in workspace.glob("host-*.pids") for pid in p.stem.split("-")[1:] if pid != "0"]
+        assert len(kernels) in (2, 4)  # bwrap and the kernel in it, or the kernel only
         host.send_signal(signal.SIGINT)
         out, err = host.communicate(timeout=60)
     finally:

@@ -20,6 +20,7 @@ from ..core.model.lm import NoLMError, resolve_lm
 from ..core.loop.profiles import available_profiles
 from ..core.run.run import Run
 from ..core.run.model_text import plain
+from ..display.markup import not_sandboxed_line
 from ..display.text import TextProgress, summary
 from ..records.export import write_notebook
 from ..records.listing import NoSuchStep, format_step, runs_table
@@ -109,6 +110,7 @@ def _run(args: argparse.Namespace, task: str, lm: Any, sub_lm: Any, namespace: d
 def _pool(args: argparse.Namespace) -> Any:
     from ..interpreters.pool import KernelPool
     from ..interpreters.pool.gateway import Gateway, GatewayError
+    from ..interpreters.pool.sandbox import SandboxPolicy, refusal
 
     url = args.gateway_url or os.environ.get("JUPYTER_GATEWAY_URL")
     if url:
@@ -129,10 +131,18 @@ def _pool(args: argparse.Namespace) -> Any:
         except NoSuchKernel:
             names = ", ".join(sorted(KernelSpecManager().find_kernel_specs()))
             raise UsageProblem(f"--kernel-name: no kernel spec named {args.kernel_name!r}; installed: {names}") from None
-    return KernelPool(args.pool_size, kernel_name=args.kernel_name).warm()
+    sandbox = SandboxPolicy(network=args.subagent_network, required=args.require_sandbox)
+    reason = sandbox.status()
+    if reason is not None and sandbox.required:
+        raise UsageProblem(refusal(reason))
+    return KernelPool(args.pool_size, kernel_name=args.kernel_name, cwd=str(Path(args.workspace).expanduser()),
+                      sandbox=sandbox).warm()
 
 
 def _report(run: Run, workspace: Path, as_json: bool) -> int:
+    line = not_sandboxed_line(run)
+    if line:
+        print(line, file=sys.stderr)
     if as_json:
         try:
             record = find_record(run.id, [workspace])  # the record on disk: scrubbed of secrets

@@ -47,6 +47,7 @@ from .markup import (
     esc,
     file_head,
     head_line,
+    not_sandboxed,
     highlight_code,
     status_line,
     step_body,
@@ -159,7 +160,8 @@ class RunView:
 
     def title(self) -> str:
         run = self.run
-        return f"↳ sub-agent {run.id[-6:]} · {head_line(run.task, 70)} · {run.status} · {len(run.steps)} steps"
+        mark = " · not sandboxed" if not_sandboxed(run) else ""
+        return f"↳ sub-agent {run.id[-6:]} · {head_line(run.task, 70)} · {run.status} · {len(run.steps)} steps{mark}"
 
     def add_step(self, index: int, reasoning: str, code: str) -> StepView:
         waiting = getattr(self, "waiting", None)  # the retries before this step arrived (retries.py)

@@ -109,6 +109,24 @@ def tokens_text(usage: Any) -> str:
     return f"{usage.tokens:,} tokens" + (f" ({cached:,} cached)" if cached else "")
 
 
+def not_sandboxed(run: Run) -> str | None:
+    """Why ``run`` (a sub-agent) ran unsandboxed, from what its record says of its kernel; None if it was
+    sandboxed (bubblewrap, or a gateway's containers) or is not a sub-agent."""
+    isolation = run.config.get("sandbox") if run.parent is not None else None
+    if isinstance(isolation, dict) and isolation.get("sandbox") == "none":
+        return str(isolation.get("reason") or "no sandbox")
+    return None
+
+
+def not_sandboxed_line(run: Run) -> str | None:
+    """The one line a run says when any of its sub-agents ran unsandboxed (None: none did)."""
+    reason = next((reason for each in run.walk() if (reason := not_sandboxed(each))), None)
+    if reason is None:
+        return None
+    return (f"deepagent: sub-agents ran NOT sandboxed ({head_line(reason, 120)}): their code could write wherever "
+            "you can; install bubblewrap, or --require-sandbox to refuse")
+
+
 def usage_parts(run: Run) -> list[str]:
     """The run's LM calls, tokens and cost for its whole tree (``run.tree_usage()``), labelled as such when
     sub-agents made some of them, with the root's own (``run.usage``) beside."""
@@ -132,6 +150,9 @@ def status_line(run: Run, writing: float | None = None) -> str:
         parts.append(f'<span class="dag-spend">caps: {esc(budget.describe())}</span>')
     if run.error and run.status != "finished":
         parts.append(f'<span class="dag-error">{esc(head_line(run.error, 160))}</span>')
+    reason = not_sandboxed(run)
+    if reason is not None:
+        parts.append(f'<span class="dag-error" title="{esc(reason)}">not sandboxed</span>')
     return f'<div class="dag-status">{" · ".join(parts)}</div>'
 
 

@@ -21,7 +21,7 @@ from ..core.policy.spend import budget_of
 from ..core.model.retries import PROVIDER_RETRY
 from ..core.run.run import RUN_FINISHED, STEP_FINISHED, SUBAGENT_STARTED, Event, Run
 from ..core.model.step_streaming import LLM_QUERY_STREAMING, STEP_STREAMING
-from .markup import step_mark, usage_parts
+from .markup import not_sandboxed, step_mark, usage_parts
 from ..core.run.model_text import plain
 from .streaming import query_text_line, text_line
 from .routing import Routed
@@ -83,7 +83,8 @@ class TextProgress:
         elif event.kind == SUBAGENT_STARTED:
             child = event.data["child"]
             task = (child.task.strip().splitlines() or [""])[0][:70]
-            self._write(f"{indent}  ↳ sub-agent {child.id[-6:]} (step {event.data.get('step')}): {task}")
+            mark = " [not sandboxed]" if not_sandboxed(child) else ""
+            self._write(f"{indent}  ↳ sub-agent {child.id[-6:]} (step {event.data.get('step')}){mark}: {task}")
         elif event.kind == COMPACTION:
             data = event.data
             self._write(f"{indent}[{run.id[-6:]}] ⟲ compacted steps 1-{data.get('summarized')} in the prompt "

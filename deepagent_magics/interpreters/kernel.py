@@ -126,7 +126,7 @@ class KernelInterpreter(ToolBridge, StepInterpreter):
             return
         self._check_stopped()
         try:
-            kernel = self.pool.take() if self.pool is not None else start_kernel(self.kernel_name, self.cwd)
+            kernel = self.pool.take(self.cwd) if self.pool is not None else start_kernel(self.kernel_name, self.cwd)
         except KernelStartError as exc:
             raise CodeInterpreterError(str(exc)) from None
         self.kernel = kernel

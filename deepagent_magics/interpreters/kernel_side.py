@@ -128,7 +128,8 @@ def exec_step(body, tail, filename, namespace, scope=None):
                 _audit(_STEP_END, scope)
     except BaseException as exc:  # noqa: BLE001 - raised again below, outside any handler
         error = exc
-    _settrace(trace)
+    if _gettrace() is not trace:  # only when it changed: with an audit hook written in Python installed (approval's),
+        _settrace(trace)  # CPython 3.11 refuses a settrace while another thread's is still in its hook
     _set_handled_exception(None if before is None else id(before))
     if error is not None:
         try:
@@ -138,7 +139,7 @@ def exec_step(body, tail, filename, namespace, scope=None):
     return value
 
 
-_settrace = sys.settrace
+_settrace, _gettrace = sys.settrace, sys.gettrace
 _audit, _STEP, _STEP_END = sys.audit, runtime_checks.STEP, runtime_checks.STEP_END
 _set_handled_exception = ctypes.pythonapi.PyErr_SetHandledException  # new in 3.11; takes a new reference
 _set_handled_exception.argtypes = [ctypes.c_void_p]
@@ -352,16 +353,20 @@ def _end_with_host(host_pid, lifeline_fd=None, kernel_dir=None, interval=0.5):
 
     ``lifeline_fd`` is the read end of a pipe whose write end only the host holds: it reads EOF
     the moment the host is gone (before ipykernel's own parent poller, which would end the kernel
-    but not its children, notices). Without it, the parent pid is polled."""
+    but not its children, notices). Without it, the parent pid is polled.
+
+    In a sandbox the kernel is PID 1 of its own namespace: its parent (``bwrap``, outside) reads as
+    0, so only the lifeline counts, and its own exit ends every process in the namespace."""
     import select
     import signal
     import time
 
     if os.name != "posix" or os.getpgid(0) != os.getpid():
         return
+    sandboxed = os.getpid() == 1
 
     def host_gone():
-        if os.getppid() != host_pid:
+        if not sandboxed and os.getppid() != host_pid:
             return True
         if lifeline_fd is None:
             time.sleep(interval)
@@ -382,5 +387,6 @@ def _end_with_host(host_pid, lifeline_fd=None, kernel_dir=None, interval=0.5):
             shutil.rmtree(kernel_dir, ignore_errors=True)
         processes.kill_tree(os.getpid(), include_root=False)
         os.killpg(0, signal.SIGKILL)
+        os._exit(1)  # PID 1 of a sandbox ignores the SIGKILL above: its exit ends the namespace
 
     threading.Thread(target=watch, name="deepagent-host-watch", daemon=True).start()

@@ -89,13 +89,15 @@ class Tracker:
     def _after_step(self, step: int | None, injected: dict[str, Any]) -> None:
         namespace, refs = self.namespace, self._step_refs
         for name, value in list(namespace.items()):
+            if type(name) is not str:  # globals()[1] = ...: not a name the user could use or undo
+                continue
             if refs.get(name, _MISSING) is value or name in injected or name == "__builtins__":
                 continue
             kind = "rebound" if name in self.before else "created"
             self._add(name, kind, step, value=value)
             if name in self._loop_names or type(value).__name__ == "module":
                 self.changes[-1]["loop"] = True  # a loop variable, an import: not a result of the run
-        for name in [name for name in refs if name not in namespace and name not in injected]:
+        for name in [name for name in refs if type(name) is str and name not in namespace and name not in injected]:
             self._add(name, "deleted", step)
         for name in sorted(self._mentioned & set(self.prints)):
             self._look(name, step)

@@ -18,6 +18,7 @@ tool's coroutine is run to completion, so agent code gets its value.
 from __future__ import annotations
 
 import ast
+import logging
 import builtins
 import linecache
 import time
@@ -51,6 +52,8 @@ from .runtime_checks import host as runtime_checks
 from .runtime_checks import lm_calls
 from .steps import StepInterpreter
 from .time_limit import ExecutionTimeout, TimeLimit, host_code
+
+log = logging.getLogger(__name__)
 
 _MISSING = object()
 _monotonic = time.monotonic  # agent code may replace time.monotonic; tool time is measured with this one
@@ -115,7 +118,11 @@ class ShellInterpreter(StepInterpreter):
 
     @with_callbacks
     def shutdown(self) -> None:
-        """Unbind what the run injected and restore every name the user had bound."""
+        """Unbind what the run injected and restore every name the user had bound.
+
+        Every step runs whatever an earlier one raised (the agent's code can reach the provenance
+        tracker through ``gc`` and make it raise, or leave keys in the namespace that are not names):
+        the user's bindings, ``dspy`` and ``__builtins__`` come back first and always."""
         self._ended = True
         if self._lm_calls_held:
             self._lm_calls_held = False
@@ -123,36 +130,61 @@ class ShellInterpreter(StepInterpreter):
         if self._before is None:
             return
         before, self._before = self._before, None
-        namespace = self.namespace
-        if self._tracker is not None:
-            self._tracker.finish()
-        restored, removed = set(), set()
+        tracker, self._tracker = self._tracker, None
+        injected, self._injected = self._injected, {}
+        failures: list[BaseException] = []
+        try:
+            if tracker is not None:
+                _guarded(failures, tracker.finish)
+        finally:  # even a KeyboardInterrupt in the tracker leaves the namespace restored
+            restored = _guarded(failures, self._restore_bindings, before, injected) or set()
+            _guarded(failures, _unbind_injected, self.namespace, before, injected)
+            removed = _guarded(failures, self._remove_builtin_shadows, before) or set()
+            scratch = _guarded(failures, self._remove_scratch, before) or set()
+            if tracker is not None:
+                _guarded(failures, tracker.restored, restored, removed, scratch)
+            if self.run is not None and self.reverted:
+                self.run.reverted.update(self.reverted)
+        if failures:
+            log.warning("deepagent: restoring the namespace after the run met %d error(s), the first: %r",
+                        len(failures), failures[0])
+
+    def _restore_bindings(self, before: dict[str, Any], injected: dict[str, Any]) -> set[str]:
+        """Every name the user had bound, bound again to the same object; the agent's values kept aside."""
+        namespace, restored = self.namespace, set()
         for name, original in before.items():
             current = namespace.get(name, _MISSING)
             if current is original:
                 continue
             restored.add(name)
-            if name not in self._injected and name != "__builtins__" and current is not _MISSING:
+            if name not in injected and name != "__builtins__" and current is not _MISSING:
                 self.reverted[name] = current
             namespace[name] = original
-        for name, value in self._injected.items():
-            if name not in before and namespace.get(name, _MISSING) is value:
-                del namespace[name]
-        shim = self._injected.get("_dspy")
-        if shim is not None and "dspy" not in before and namespace.get("dspy") is shim:
-            del namespace["dspy"]
-        for name in [name for name in namespace if name not in before and _shadows_builtin(name)]:
-            self.reverted[name] = namespace.pop(name)  # `print = ...` would break the user's print
+        return restored
+
+    def _remove_builtin_shadows(self, before: dict[str, Any]) -> set[str]:
+        """Names the agent created over a builtin (``print = ...`` would break the user's print)."""
+        removed = set()
+        for key, value in list(self.namespace.items()):  # one C call: a thread changing it cannot break this
+            if not isinstance(key, str):
+                continue
+            name = str.__str__(key)  # its characters, whatever a str subclass says of itself
+            if name in before or not _shadows_builtin(name):
+                continue
+            try:
+                del self.namespace[key]
+            except Exception:  # noqa: BLE001 - a key whose hash or equality raises stays; the others go
+                continue
+            self.reverted[name] = value
             removed.add(name)
-        scratch = [name for name in namespace if name not in before and is_scratch(name)]
-        for name in scratch:  # the agent's throwaway `_tmp`: the prompt says it goes when the run ends
-            del namespace[name]
-        if self._tracker is not None:
-            self._tracker.restored(restored, removed, set(scratch))
-            self._tracker = None
-        self._injected = {}
-        if self.run is not None and self.reverted:
-            self.run.reverted.update(self.reverted)
+        return removed
+
+    def _remove_scratch(self, before: dict[str, Any]) -> set[str]:
+        """The agent's throwaway names (``_tmp``): the prompt says they go when the run ends."""
+        scratch = {key for key in list(self.namespace) if type(key) is str and key not in before and is_scratch(key)}
+        for name in scratch:
+            self.namespace.pop(name, None)
+        return scratch
 
     # ------------------------------------------------------------- execution
     @with_callbacks
@@ -307,6 +339,25 @@ def is_scratch(name: str) -> bool:
 
 def _shadows_builtin(name: str) -> bool:
     return not name.startswith("_") and hasattr(builtins, name)
+
+
+def _unbind_injected(namespace: dict[str, Any], before: dict[str, Any], injected: dict[str, Any]) -> None:
+    """Take away what the run bound (tools, SUBMIT, DSPy's facade) where it is still what the run bound."""
+    for name, value in injected.items():
+        if name not in before and namespace.get(name, _MISSING) is value:
+            del namespace[name]
+    shim = injected.get("_dspy")
+    if shim is not None and "dspy" not in before and namespace.get("dspy") is shim:
+        del namespace["dspy"]
+
+
+def _guarded(failures: list[BaseException], step: Callable[..., Any], *args: Any) -> Any:
+    """``step(*args)``; what it raises (an Exception) is kept in ``failures`` and the caller goes on."""
+    try:
+        return step(*args)
+    except Exception as exc:  # noqa: BLE001 - the next restore step runs whatever this one raised
+        failures.append(exc)
+        return None
 
 
 class ShellInterpreterFactory:

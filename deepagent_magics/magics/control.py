@@ -18,6 +18,7 @@ from ..core.policy import undo
 from ..core.policy.approval import POLICIES, check_policy
 from ..core.policy.risk import UnknownRule, parse_rules
 from ..interpreters.provenance import UserCells
+from ..display.markup import not_sandboxed_line
 from .arguments import one_line, parse_flags
 from .configured import AgentMagicsBase
 
@@ -67,6 +68,9 @@ def summarize(run: Any) -> None:
         print(f"deepagent: {len(refused)} block(s) needed your approval and were not run "
               "(_deepagent_run.approvals says which and why)")
     line = summarize_changes(run)
+    if line:
+        print(line)
+    line = not_sandboxed_line(run)
     if line:
         print(line)
 

@@ -207,12 +207,17 @@ class DeepAgentMagics(SettingTraits):
     def _subagent_pool(self, settings: dict[str, Any]) -> Any:
         """The process-wide kernel pool at the configured size, warming in the background."""
         from ..interpreters.pool import default_pool
+        from ..interpreters.pool.sandbox import SandboxPolicy, refusal
 
         gateway = gateway_settings.make_gateway(gateway_settings.gateway_url(settings["gateway_url"]),
                                                 self.gateway_token_in_effect())
-        pool = default_pool(settings["pool_size"], settings["kernel_name"] or None, gateway=gateway)
+        sandbox = SandboxPolicy(network=settings["subagent_network"], required=settings["require_sandbox"])
+        reason = sandbox.status() if sandbox.required and gateway is None and settings["max_depth"] > 0 else None
+        if reason is not None:
+            raise UsageError(refusal(reason))
+        pool = default_pool(settings["pool_size"], settings["kernel_name"] or None, gateway=gateway, sandbox=sandbox)
         if settings["max_depth"] > 0:
-            pool.warm()
+            pool.warm(str(settings["workspace"]))  # a sandboxed kernel can write only the workspace it starts for
         return pool
 
     def gateway_token_in_effect(self) -> str | None:

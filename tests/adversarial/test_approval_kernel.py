@@ -63,6 +63,7 @@ def facts(client, expression):
 
 
 def victim(cwd, name):
+    cwd.mkdir(exist_ok=True)
     path = cwd / f"{name}.txt"
     path.write_text("keep me")
     return path
@@ -149,7 +150,7 @@ def test_without_stdin_the_block_is_refused_and_nothing_hangs(kernel):
 
 def test_a_subagents_block_asks_the_same_user_labelled_with_the_subagent(kernel):
     client, cwd = kernel
-    path = victim(cwd, "child")
+    path = victim(cwd / "ws", "child")  # a sub-agent writes only its workspace (its sandbox)
     delegating_lm(client, path)
     # The root's delegate() is risky too (it costs money): approve it, then refuse the child's block.
     status, out, prompts = run_cell(
@@ -167,7 +168,7 @@ def test_a_subagents_block_asks_the_same_user_labelled_with_the_subagent(kernel)
 
 def test_a_slow_answer_counts_against_neither_the_block_nor_the_subagents_time_limit(kernel):
     client, cwd = kernel
-    path = victim(cwd, "slow")
+    path = victim(cwd / "ws", "slow")  # a sub-agent writes only its workspace (its sandbox)
     delegating_lm(client, path, then="\nprint('gone')")
     status, out, prompts = run_cell(
         client, "%%deepagent --lm lm --approve risky --approve-rules=-subagents --max-depth 1 --timeout 1.5 "
@@ -181,7 +182,7 @@ def test_a_slow_answer_counts_against_neither_the_block_nor_the_subagents_time_l
 
 def test_the_stop_button_during_a_subagents_question_ends_the_cell_and_keeps_the_kernel(kernel):
     client, cwd = kernel
-    path = victim(cwd, "interrupt")
+    path = victim(cwd / "ws", "interrupt")  # a sub-agent writes only its workspace (its sandbox)
     delegating_lm(client, path)
     status, out, prompts = run_cell(
         client, "%%deepagent --lm lm --approve risky --approve-rules=-subagents --max-depth 1\nROOT: go", [INTERRUPT],

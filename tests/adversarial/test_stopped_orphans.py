@@ -16,6 +16,11 @@ agent's code in that kernel stops things, and the host is killed with SIGKILL:
 - the kernel is stopped the moment its own clean-up starts (files in its private directory disappear);
 - the host dies half-way through its own kill of the kernel (after the SIGSTOP, before the SIGKILL).
 
+These attacks run in a kernel without a sandbox (where bubblewrap cannot run): in a sandbox the
+kernel is the init of its own PID namespace, which its code can neither stop nor see past, and its
+code sees no process of the host. There, the attacks are tried again and must change nothing, and a
+kernel the host stopped (code cannot) is killed by the keeper when the host is killed.
+
 After a bounded wait no process of the host's tree (every process below the host when it was killed,
 and every process carrying the test's mark, which the agent's code started) is alive. A zombie left to
 init is not ours to reap and does not count. The kernel's private directory is gone too.
@@ -41,14 +46,18 @@ HOST = """
 import os, signal, sys
 from deepagent_magics.interpreters.kernel import KernelInterpreter
 from deepagent_magics.interpreters.pool import KernelPool
+from deepagent_magics.interpreters.pool.sandbox import SandboxPolicy
 
-pool = KernelPool(size=0)
+pool = KernelPool(size=0, sandbox=SandboxPolicy() if sys.argv[2] == "sandboxed" else None)
 interpreter = KernelInterpreter(pool=pool, cwd=sys.argv[1])
 interpreter.execute({code!r})
-print("started", interpreter.pid, flush=True)
+print("started", interpreter.pid, interpreter.kernel.signal_group or 0, flush=True)
 command = sys.stdin.readline().strip()
 if command == "die-mid-kill":  # the first step of a tree kill (SIGSTOP the root), then the host is killed
     os.kill(interpreter.pid, signal.SIGSTOP)
+    os.kill(os.getpid(), signal.SIGKILL)
+if command == "stop-the-sandboxed-kernel-and-die":  # its own code cannot; the host can, then dies
+    os.killpg(interpreter.kernel.signal_group, signal.SIGSTOP)
     os.kill(os.getpid(), signal.SIGKILL)
 sys.stdin.readline()
 """
@@ -208,17 +217,18 @@ def mark():
             pass
 
 
-def run_host(tmp_path, mark: str, tracked: list, what: str, command: str = "", stopped: bool = True):
+def run_host(tmp_path, mark: str, tracked: list, what: str, command: str = "", stopped: bool = True,
+             sandboxed: bool = False):
     """Start the host, let the agent's code do ``what``, kill the host; return what is left after 20 s."""
     script = tmp_path / "host.py"
     script.write_text(HOST.format(code=hostile(mark, what)))
-    host = subprocess.Popen([sys.executable, str(script), str(tmp_path)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    host = subprocess.Popen([sys.executable, str(script), str(tmp_path), "sandboxed" if sandboxed else "bare"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     kernel_dir = str(tmp_path / "none")
     try:
         line = host.stdout.readline()
         assert line.startswith("started"), "the host did not start its kernel"
-        kernel = int(line.split()[1])
+        kernel, inner = int(line.split()[1]), int(line.split()[2])
         tracked.append(psutil.Process(kernel))
         kernel_dir = os.path.dirname(psutil.Process(kernel).cmdline()[-1])  # ... -f DIR/kernel.json
         if stopped:
@@ -227,10 +237,12 @@ def run_host(tmp_path, mark: str, tracked: list, what: str, command: str = "", s
             started = 3 if what in ("child", "cleanup") else 2  # the two sleeps, and the third or the stopper
             assert wait_for(lambda: len(marked(mark)) >= started, 10)
             time.sleep(0.5)  # the stopper is watching
+            if sandboxed:  # what its code tried stopped neither the kernel nor the bwrap holding it
+                assert {status(kernel), status(inner)} <= {psutil.STATUS_SLEEPING, psutil.STATUS_RUNNING}
         tree = psutil.Process(host.pid).children(recursive=True)
         tracked.extend(tree)
         assert len(tree) >= 3, tree
-        if what == "watchers":  # every child of the host (the kernel, and any watcher there is) is stopped
+        if what == "watchers" and not sandboxed:  # every child of the host (the kernel, any watcher) is stopped
             assert wait_for(lambda: {status(p.pid) for p in psutil.Process(host.pid).children()}
                             == {psutil.STATUS_STOPPED}, 10)
         if command:
@@ -286,6 +298,24 @@ def test_a_kernel_that_signalled_its_watchers_then_stopped_itself_dies_with_its_
 
 def test_a_kernel_that_wrote_to_its_watchers_pipe_dies_with_its_host(tmp_path, mark):
     assert run_host(tmp_path, *mark, what="pipe") == []
+
+
+@pytest.mark.parametrize("what", ["self", "group", "watchers", "kill-watchers", "signal-watchers", "pipe"])
+def test_in_a_sandbox_the_kernels_code_stops_nothing_of_the_host_and_dies_with_it(tmp_path, mark, what):
+    from deepagent_magics.interpreters.pool.sandbox import unavailable
+
+    if unavailable():
+        pytest.skip(f"no sandbox here: {unavailable()}")
+    assert run_host(tmp_path, *mark, what=what, stopped=False, sandboxed=True) == []
+
+
+def test_a_sandboxed_kernel_stopped_by_its_host_is_killed_by_the_keeper(tmp_path, mark):
+    from deepagent_magics.interpreters.pool.sandbox import unavailable
+
+    if unavailable():
+        pytest.skip(f"no sandbox here: {unavailable()}")
+    assert run_host(tmp_path, *mark, what="none", command="stop-the-sandboxed-kernel-and-die", stopped=False,
+                    sandboxed=True) == []
 
 
 def test_the_keeper_kills_only_the_process_it_was_told_about(tmp_path):

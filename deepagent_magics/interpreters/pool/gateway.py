@@ -179,7 +179,9 @@ class GatewayKernel(Kernel):
         self.kernel_name = kernel_name
         self.kernel_id: str | None = None
         self.client: WebsocketKernelClient | None = None
-        self.pid = self.pgid = None
+        self.pid = self.pgid = self.signal_group = None
+        self.workspace = None
+        self.isolation = {"sandbox": "gateway"}  # confined by the gateway's containers, not by this machine
         self.killed = self.closed = False
         self.started_at: float | None = None
         self.preinstalled: frozenset[str] = frozenset()

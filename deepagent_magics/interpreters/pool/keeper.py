@@ -162,13 +162,14 @@ def serve(host_pid: int, processes, fd: int = 0, interval: float = 0.5) -> None:
             break
     for pid, (pgid, started, folder) in kernels.items():
         if start_time(pid) == started:
+            _remove(folder)  # first, as the kernel's own watcher does: once it is gone, so is its folder
             processes.kill_tree(pid)
             try:
                 if pgid and pgid != os.getpgid(0):
                     os.killpg(pgid, signal.SIGKILL)
             except OSError:
                 pass
-            _remove(folder)
+            _remove(folder)  # and again, for what was written there while it died
 
 
 def _remove(folder: str) -> None:

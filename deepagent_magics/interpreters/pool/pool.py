@@ -12,11 +12,16 @@ background as they are taken::
     pool.stop()                 # kills every kernel the pool started
 
 `default_pool` is the process-wide pool sub-agents use unless given one.
+
+A local kernel starts in a sandbox (`sandbox`) in which only its workspace is writable, so
+a ready kernel serves one workspace: ``take(workspace)`` of another one closes the ready
+kernels and refills for it.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections import deque
@@ -25,6 +30,7 @@ from typing import Any
 from ...settings import MAX_POOL, SETTINGS
 from . import lifecycle
 from .pooled_kernel import HOST_KERNEL, STARTUP_TIMEOUT, Kernel, KernelStartError
+from .sandbox import SandboxPolicy
 
 log = logging.getLogger(__name__)
 
@@ -44,16 +50,21 @@ class KernelPool:
     Args:
         size: how many ready kernels to keep (0: start each on demand).
         kernel_name: an installed kernel spec; default the host's own Python.
-        cwd: the directory kernels start in (the runtime moves each to its workspace).
+        cwd: the workspace kernels are started for until `take` or `warm` names another (default:
+            the current directory).
         gateway: a `gateway.Gateway` (or its URL) to start the kernels on instead of this machine.
+        sandbox: how local kernels are confined (`sandbox.SandboxPolicy`); None: not at all.
     """
 
     def __init__(self, size: int = DEFAULT_SIZE, kernel_name: str | None = None, cwd: str | None = None,
-                 startup_timeout: float = STARTUP_TIMEOUT, gateway: Any = None):
+                 startup_timeout: float = STARTUP_TIMEOUT, gateway: Any = None,
+                 sandbox: SandboxPolicy | None = SandboxPolicy()):
         check_size(size)
         self.size = size
         self.kernel_name = kernel_name
         self.cwd = cwd
+        self.sandbox = sandbox
+        self.workspace = os.path.realpath(cwd) if cwd else None
         self.startup_timeout = startup_timeout
         self.gateway = _as_gateway(gateway)
         self.closed = False
@@ -69,8 +80,10 @@ class KernelPool:
         lifecycle.register_pool(self)
 
     # ------------------------------------------------------------ using
-    def warm(self) -> "KernelPool":
-        """Start filling the pool in the background (returns at once)."""
+    def warm(self, workspace: str | None = None) -> "KernelPool":
+        """Start filling the pool in the background (returns at once), with kernels for ``workspace``."""
+        if workspace:
+            self.retarget(workspace)
         with self._cond:
             if self.closed or self.size == 0:
                 return self
@@ -80,8 +93,11 @@ class KernelPool:
             self._cond.notify_all()
         return self
 
-    def take(self) -> Kernel:
-        """A ready kernel, or a cold-started one when none is ready; the pool then refills."""
+    def take(self, workspace: str | None = None) -> Kernel:
+        """A ready kernel for ``workspace``, or a cold-started one when none is ready; the pool then refills."""
+        if workspace:
+            self.retarget(workspace)
+        workspace = os.path.realpath(workspace) if workspace else self.workspace
         with self._cond:
             if self.closed:
                 raise KernelStartError("the kernel pool is stopped")
@@ -98,10 +114,10 @@ class KernelPool:
                 self._in_use.add(kernel)
         self.warm()
         if kernel is not None:
-            if kernel.alive():
+            if kernel.alive() and _fits(kernel, workspace):
                 return kernel
-            self.release(kernel)  # died while waiting: start another
-        kernel = self._new_kernel()
+            self.release(kernel)  # died while waiting, or made for another workspace: start another
+        kernel = self._new_kernel(workspace)
         with self._cond:
             self._starting.add(kernel)
         try:
@@ -123,6 +139,29 @@ class KernelPool:
         kernel.close()
         with self._cond:
             self._in_use.discard(kernel)
+
+    def retarget(self, workspace: str) -> None:
+        """Kernels from now on are for ``workspace``; ready ones made for another are closed."""
+        workspace = os.path.realpath(workspace)
+        with self._cond:
+            if workspace == self.workspace:
+                return
+            self.workspace = workspace
+            stale = [kernel for kernel in self._ready if not _fits(kernel, workspace)]
+            for kernel in stale:
+                self._ready.remove(kernel)
+            self._cond.notify_all()
+        for kernel in stale:
+            kernel.close()
+
+    @property
+    def isolation(self) -> dict[str, Any]:
+        """What confines this pool's kernels, as a sub-agent's record says it."""
+        if self.gateway is not None:
+            return {"sandbox": "gateway"}  # the gateway's containers, not this machine
+        if self.sandbox is None:
+            return {"sandbox": "none", "reason": "the sandbox is switched off for this pool"}
+        return self.sandbox.isolation()
 
     def resize(self, size: int) -> None:
         check_size(size)
@@ -193,8 +232,10 @@ class KernelPool:
         state = "stopped" if self.closed else f"{len(self._ready)}/{self.size} ready, {len(self._in_use)} in use"
         return f"<KernelPool {self.kernel_name or HOST_KERNEL}: {state}>"
 
-    def _new_kernel(self) -> Kernel:
-        return self.gateway.kernel(self.kernel_name) if self.gateway is not None else Kernel(self.kernel_name)
+    def _new_kernel(self, workspace: str | None = None) -> Kernel:
+        if self.gateway is not None:
+            return self.gateway.kernel(self.kernel_name)
+        return Kernel(self.kernel_name, sandbox=self.sandbox, workspace=workspace or self.workspace)
 
     # ------------------------------------------------------------ filling
     def _fill(self) -> None:
@@ -225,12 +266,17 @@ class KernelPool:
                 self._warming.discard(kernel)
                 self.started += 1
                 self._cond.notify_all()
-                if not self.closed and len(self._ready) < self.size:
+                if not self.closed and len(self._ready) < self.size and _fits(kernel, self.workspace):
                     self._ready.append(kernel)
                     self._cond.notify_all()
                     kernel = None
             if kernel is not None:
                 kernel.close()
+
+
+def _fits(kernel: Kernel, workspace: str | None) -> bool:
+    """Whether ``kernel`` can work in ``workspace``: a sandboxed one only in the workspace it was started for."""
+    return kernel.isolation.get("sandbox") != "bubblewrap" or workspace is None or kernel.workspace == workspace
 
 
 def _as_gateway(gateway: Any) -> Any:
@@ -251,16 +297,18 @@ _default_lock = threading.Lock()
 _UNSET: Any = object()
 
 
-def default_pool(size: int | None = None, kernel_name: str | None = _UNSET, gateway: Any = _UNSET) -> KernelPool:
+def default_pool(size: int | None = None, kernel_name: str | None = _UNSET, gateway: Any = _UNSET,
+                 sandbox: SandboxPolicy | None = _UNSET) -> KernelPool:
     """The process-wide pool sub-agents use unless given one; resized or replaced to match the settings
-    (``gateway``: a `gateway.Gateway`, its URL, or None for this machine)."""
+    (``gateway``: a `gateway.Gateway`, its URL, or None for this machine; ``sandbox``: a `SandboxPolicy`)."""
     global _default
     gateway = _as_gateway(gateway) if gateway is not _UNSET else _UNSET
     with _default_lock:
         pool = _default
         if pool is not None and not pool.closed and (
                 (kernel_name is not _UNSET and kernel_name != pool.kernel_name)
-                or (gateway is not _UNSET and _gateway_key(gateway) != _gateway_key(pool.gateway))):
+                or (gateway is not _UNSET and _gateway_key(gateway) != _gateway_key(pool.gateway))
+                or (sandbox is not _UNSET and sandbox != pool.sandbox)):
             pool.stop()
             pool = None
         if pool is None or pool.closed:
@@ -268,6 +316,7 @@ def default_pool(size: int | None = None, kernel_name: str | None = _UNSET, gate
                 DEFAULT_SIZE if size is None else size,
                 kernel_name=None if kernel_name is _UNSET else kernel_name,
                 gateway=None if gateway is _UNSET else gateway,
+                sandbox=SandboxPolicy() if sandbox is _UNSET else sandbox,
             )
         elif size is not None and size != pool.size:
             pool.resize(size)

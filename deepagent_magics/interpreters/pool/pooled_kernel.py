@@ -2,9 +2,11 @@
 
 By default a kernel runs the host's own Python (``sys.executable -m
 ipykernel_launcher``), so it has the same packages; ``kernel_name`` picks an
-installed kernel spec instead. Each kernel is its own process group and the
-subreaper of whatever its code starts, talks over unix sockets in a private
-directory, and gets the kernel-side runtime (`kernel_side`, with `wire` and
+installed kernel spec instead. Each kernel runs in a sandbox (`sandbox`: bubblewrap,
+where it can run here) in which only its workspace is writable, is its own process
+group and the subreaper of whatever its code starts (in the sandbox, the init of its
+own PID namespace), talks over unix sockets in a private directory, and gets the
+kernel-side runtime (`kernel_side`, with `wire` and
 `processes`, shipped as source) and DSPy's sandbox shim installed before anyone
 takes it. Killing a kernel ends everything below it (`lifecycle.kill_kernel`).
 """
@@ -29,7 +31,8 @@ from ...errors import DeepAgentError
 from ...core.loop.tool_binding import run_coroutine
 from .. import kernel_side
 from ..kernel_side import RUNTIME_NAME
-from . import lifecycle
+from . import launcher, lifecycle, sandbox
+from .sandbox import SandboxPolicy
 
 log = logging.getLogger(__name__)
 
@@ -58,18 +61,25 @@ class KernelStartError(DeepAgentError, RuntimeError):
 
 
 class _HostSpecs(KernelSpecManager):
-    """Kernel specs in which `HOST_KERNEL` is the host's own interpreter."""
+    """Kernel specs in which `HOST_KERNEL` is the host's own interpreter; ``wrap``, when set,
+    rewrites a spec's command line (to start it in the sandbox)."""
+
+    wrap: Any = None
 
     def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
         if kernel_name == HOST_KERNEL:
-            return KernelSpec(
+            spec = KernelSpec(
                 argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
                 display_name="Python (deepagent host)",
                 language="python",
                 env={},
                 metadata={},
             )
-        return super().get_kernel_spec(kernel_name)
+        else:
+            spec = super().get_kernel_spec(kernel_name)
+        if self.wrap is not None:
+            spec.argv = self.wrap(list(spec.argv))
+        return spec
 
 
 class Kernel:
@@ -85,11 +95,16 @@ class Kernel:
     ``asyncio.run``, and the client is only used for its (synchronous) sockets.
     """
 
-    def __init__(self, kernel_name: str | None = None):
+    def __init__(self, kernel_name: str | None = None, sandbox: SandboxPolicy | None = SandboxPolicy(),
+                 workspace: str | None = None):
         self.kernel_name = kernel_name or HOST_KERNEL
+        self.sandbox = sandbox
+        self.workspace = os.path.realpath(workspace) if workspace else None  # writable in the sandbox
+        self.isolation: dict[str, Any] = {"sandbox": "none", "reason": "started without a sandbox policy"}
         self.dir = tempfile.mkdtemp(prefix="k-", dir=lifecycle.host_dir())
+        self._specs = _HostSpecs()
         self.manager = AsyncKernelManager(
-            kernel_spec_manager=_HostSpecs(),
+            kernel_spec_manager=self._specs,
             kernel_name=self.kernel_name,
             transport="ipc",  # unix sockets in a private directory: no open TCP ports
             ip=os.path.join(self.dir, "ipc"),
@@ -98,6 +113,7 @@ class Kernel:
         self.client: Any = None
         self.pid: int | None = None
         self.pgid: int | None = None
+        self.signal_group: int | None = None  # where an interrupt goes (in a sandbox: the kernel, not bwrap)
         self.killed = False
         self.closed = False
         self.started_at: float | None = None
@@ -107,11 +123,18 @@ class Kernel:
 
     # ------------------------------------------------------------ lifecycle
     def start(self, cwd: str | None = None, timeout: float = STARTUP_TIMEOUT) -> "Kernel":
-        """Launch the kernel, connect a client and install the kernel-side runtime."""
+        """Launch the kernel (in its sandbox), connect a client and install the kernel-side runtime."""
         try:
+            env = self._confine(cwd)
             with open(self.log_path, "wb") as output:  # the kernel's own logs, not the notebook's
-                run_coroutine(self.manager.start_kernel(cwd=cwd or os.getcwd(), stdout=output, stderr=output,
-                                                     pass_fds=(lifecycle.lifeline(),)))
+                def starting() -> Any:
+                    return self.manager.start_kernel(cwd=self.workspace or cwd or os.getcwd(), stdout=output,
+                                                     stderr=output, pass_fds=(lifecycle.lifeline(),),
+                                                     **({"env": env} if env is not None else {}))
+
+                # A sandbox dies with the thread that starts it (bwrap --die-with-parent): the launcher's
+                # lives as long as this process.
+                launcher.launch(starting) if env is not None else run_coroutine(starting())
         except Exception as exc:
             self.close()
             raise KernelStartError(f"could not start kernel {self.kernel_name!r}: {exc}") from exc
@@ -126,6 +149,8 @@ class Kernel:
             self.client.load_connection_file()
             self.client.start_channels(hb=False)
             self._wait_ready(timeout)
+            if self.isolation["sandbox"] == "bubblewrap":
+                self.signal_group = _inner_pid(self.pid)
             self.run_setup(_INSTALL.format(sources=_sources(), host_pid=os.getpid(),
                                            lifeline_fd=lifecycle.lifeline(), kernel_dir=self.dir), timeout)
             self._preinstall_dspy_shim(timeout)
@@ -136,6 +161,25 @@ class Kernel:
                 f"kernel {self.kernel_name!r} did not start: {exc}" + (f"\n{detail}" if detail else "")
             ) from exc
         return self
+
+    def _confine(self, cwd: str | None) -> dict[str, str] | None:
+        """Set up the sandbox this kernel starts in; the kernel's environment (None: the host's).
+        Where bubblewrap cannot run, the kernel is marked not sandboxed, or refused if that is required."""
+        if self.sandbox is None:
+            return None
+        reason = self.sandbox.status()
+        if reason is not None:
+            if self.sandbox.required:
+                raise KernelStartError(sandbox.refusal(reason))
+            self.isolation = {"sandbox": "none", "reason": reason}
+            return None
+        self.workspace = self.workspace or os.path.realpath(cwd or os.getcwd())
+        os.makedirs(os.path.join(self.workspace, ".deepagent"), exist_ok=True)  # exists, so bound read-only
+        network = self.sandbox.network
+        self._specs.wrap = lambda argv: sandbox.wrap(argv, workspace=self.workspace, kernel_dir=self.dir,
+                                                     network=network)
+        self.isolation = self.sandbox.isolation()
+        return sandbox.environment(dict(os.environ))
 
     def _preinstall_dspy_shim(self, timeout: float) -> None:
         """dspy.RLM runs its sandbox ``dspy`` shim as an interpreter's first code; run it now
@@ -214,8 +258,9 @@ class Kernel:
             return
         try:
             spec = self.manager.kernel_spec
-            if getattr(spec, "interrupt_mode", "signal") == "signal" and self.pgid:
-                os.killpg(self.pgid, signal.SIGINT)
+            group = self.signal_group or self.pgid
+            if getattr(spec, "interrupt_mode", "signal") == "signal" and group:
+                os.killpg(group, signal.SIGINT)
             else:  # a kernel that wants an interrupt_request message
                 run_coroutine(self.manager.interrupt_kernel())
         except Exception:
@@ -277,9 +322,23 @@ def _context() -> zmq.Context:
 
 
 def start_kernel(kernel_name: str | None = None, cwd: str | None = None,
-                 timeout: float = STARTUP_TIMEOUT) -> Kernel:
-    """A started, connected, prepared kernel (what the pool hands out)."""
-    return Kernel(kernel_name).start(cwd=cwd, timeout=timeout)
+                 timeout: float = STARTUP_TIMEOUT, sandbox: SandboxPolicy | None = SandboxPolicy()) -> Kernel:
+    """A started, connected, prepared kernel (what the pool hands out); ``cwd`` is its workspace."""
+    return Kernel(kernel_name, sandbox=sandbox, workspace=cwd).start(cwd=cwd, timeout=timeout)
+
+
+def _inner_pid(pid: int | None) -> int | None:
+    """The kernel below a sandbox's ``bwrap`` (its only child: PID 1 of its namespace, leading its group)."""
+    if not pid:
+        return None
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as handle:
+            children = handle.read().split()
+    except OSError:
+        from .. import processes
+
+        children = [str(child) for child in processes.descendants(pid)[:1]]
+    return int(children[0]) if children else None
 
 
 def _sources() -> list[tuple[str, str, str]]:

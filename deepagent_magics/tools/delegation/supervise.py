@@ -48,7 +48,9 @@ def run_subagents(session: Session, specs: list[Spec | str]) -> list[Outcome]:
         except (ValueError, TypeError) as exc:  # e.g. a type whose tools clash with its parent's
             outcomes[index] = Outcome(False, f"Error: the sub-agent could not be built: {exc}")
             continue
-        child.run = session.run.add_child(spec.task, profile=child.agent.profile, config=child.agent.config())
+        isolation = getattr(tree.pool, "isolation", None)  # what confines its kernel (records, displays)
+        config = {**child.agent.config(), **({"sandbox": isolation} if isolation is not None else {})}
+        child.run = session.run.add_child(spec.task, profile=child.agent.profile, config=config)
         if me is not None:
             me.adopt(child)
         children.append(child)

@@ -1,0 +1,220 @@
+"""The sandbox a local sub-agent kernel runs in: bubblewrap (``bwrap``), when it can run here.
+
+A kernel of the same user without a sandbox isolates context and crashes, not files: whatever
+its code can reach, it can write. So each local kernel starts inside ``bwrap`` (`wrap`):
+
+- the whole filesystem read-only; the workspace writable; ``/tmp``, ``/run`` and the user's home
+  private and empty (a tmpfs each), with only the Python the kernel runs on (its prefixes and
+  ``sys.path``) shown again, read-only, where they live under one of those;
+- the host's state in the workspace (``.deepagent``: records, checkpoints, memory, threads) and its
+  ``.git`` (hooks and ``core.fsmonitor`` run on the host) bound read-only over the workspace; the
+  Python environment read-only even when it lives in the workspace (a ``.venv``: the host imports it);
+  secrets of the home (``.ssh``, cloud credentials, the IPython and Jupyter folders) hidden when the
+  workspace contains the home; the host's signing key (``records/host_key.py``) hidden wherever it is;
+- the kernel's own folder (connection file and its unix sockets: the protocol needs no network)
+  writable; the environment without credential-named variables and without the host's IPython
+  profile, startup file or Jupyter folders;
+- its own PID namespace with the kernel as PID 1 (``--as-pid-1``): when the kernel exits, however,
+  the kernel ends every process in it, ``setsid`` grandchildren included; ``--die-with-parent``
+  ends the sandbox with the host (with the host's thread that started it: `launcher` starts every
+  sandbox on a thread that lives as long as the host), even while the kernel is still starting,
+  and ends the kernel with the ``bwrap`` process holding it, whoever kills that;
+- its own network namespace (no network, loopback included) unless the policy allows the network.
+
+Where ``bwrap`` cannot run (not installed, no user namespaces, not Linux), `SandboxPolicy.status`
+says why; the pool then starts kernels unsandboxed and marks them so, or refuses when the policy
+requires the sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from ...core.run.secrets import is_secret_name
+
+BWRAP = "bwrap"  # the program; tests point it elsewhere to play a machine without it
+# Under the home, hidden even when the workspace contains the home (the workspace is bound over it).
+HOME_SECRETS = (".ssh", ".gnupg", ".aws", ".azure", ".config", ".kube", ".docker", ".netrc", ".pypirc",
+                ".git-credentials", ".ipython", ".jupyter", ".local/share/jupyter", ".deepagent", ".bash_history",
+                ".python_history")
+# Read-only over the workspace: the host's state, and what git runs on the host (hooks, fsmonitor).
+READ_ONLY_IN_WORKSPACE = (".deepagent", ".git")
+# Environment variables the kernel does not get: the host's IPython and Jupyter folders and start-up file.
+# (JPY_PARENT_PID stays: ipykernel's parent poller, seeing parent 0 outside its namespace, then never fires.)
+HOST_ONLY_ENV = ("IPYTHONDIR", "PYTHONSTARTUP", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR",
+                 "JUPYTER_RUNTIME_DIR", "JUPYTER_PATH", "JUPYTER_CONFIG_PATH", "JUPYTER_TOKEN", "JPY_SESSION_NAME")
+PROBE_TIMEOUT = 10.0
+
+_probed: dict[tuple[str, bool], str | None] = {}
+_probe_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    """How local sub-agent kernels are confined.
+
+    Args:
+        network: give the kernel the host's network (default off: a sub-agent's tools, LM calls and
+            MCP servers run on the host over the kernel's own channel, so its code needs none; off, it
+            can neither send the workspace anywhere nor reach services on 127.0.0.1).
+        required: refuse to start a kernel when ``bwrap`` cannot run here, instead of running unsandboxed.
+    """
+
+    network: bool = False
+    required: bool = False
+
+    def status(self) -> str | None:
+        """None when kernels can be sandboxed here; else why not, in a few words."""
+        return unavailable(self.network)
+
+    def isolation(self) -> dict[str, Any]:
+        """What a sub-agent's record says about its kernel's confinement."""
+        reason = self.status()
+        if reason is None:
+            return {"sandbox": "bubblewrap", "network": self.network}
+        return {"sandbox": "none", "reason": reason}
+
+
+def refusal(reason: str) -> str:
+    return (f"sub-agents must run sandboxed (--require-sandbox) but bubblewrap cannot run here: {reason}; "
+            "install bubblewrap (apt-get install bubblewrap), or leave --require-sandbox off")
+
+
+def unavailable(network: bool = False) -> str | None:
+    """Why ``bwrap`` cannot sandbox a kernel here (None: it can); probed once per program and setting."""
+    if not sys.platform.startswith("linux"):
+        return f"bubblewrap needs Linux, this is {sys.platform}"
+    program = shutil.which(BWRAP)
+    if program is None:
+        return f"{BWRAP} is not installed"
+    key = (program, network)
+    with _probe_lock:
+        if key not in _probed:
+            _probed[key] = _probe(program, network)
+        return _probed[key]
+
+
+def _probe(program: str, network: bool) -> str | None:
+    true = shutil.which("true")
+    command = [program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *_namespaces(network), "--",
+               *([true] if true else [sys.executable, "-c", ""])]
+    try:
+        done = subprocess.run(command, capture_output=True, timeout=PROBE_TIMEOUT, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{BWRAP} could not run: {exc}"
+    if done.returncode != 0:
+        detail = (done.stderr.decode(errors="replace").strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+        return f"{BWRAP} cannot create its namespaces here ({detail[:160]})"
+    return None
+
+
+def forget_probes() -> None:
+    with _probe_lock:
+        _probed.clear()
+
+
+def _namespaces(network: bool) -> list[str]:
+    return ["--unshare-pid", "--as-pid-1", "--new-session", "--die-with-parent", "--unshare-ipc", "--unshare-uts",
+            *([] if network else ["--unshare-net"])]
+
+
+def environment(environ: dict[str, str]) -> dict[str, str]:
+    """The kernel's environment: the host's, without credentials and the host's IPython/Jupyter folders."""
+    return {name: value for name, value in environ.items()
+            if name not in HOST_ONLY_ENV and not is_secret_name(name)}
+
+
+def wrap(argv: list[str], *, workspace: str, kernel_dir: str, network: bool = False,
+         home: str | None = None, runtime: Iterable[str] = ()) -> list[str]:
+    """``argv`` run inside ``bwrap``: see the module's docstring for what the kernel sees."""
+    workspace, kernel_dir = os.path.realpath(workspace), os.path.realpath(kernel_dir)
+    home = os.path.realpath(home or os.path.expanduser("~"))
+    hidden = [path for path in {"/tmp", "/run", home, *_host_folders()} if _covers_nothing_needed(path)]
+    mounts: list[tuple[str, int, list[str]]] = []  # (path, rank at equal depth, bwrap arguments)
+    for path in hidden:
+        if os.path.isdir(path):
+            mounts.append((path, 0, ["--tmpfs", path]))
+    shown: list[str] = []
+    for path in _runtime_paths(argv, runtime):
+        again = any(_under(path, area) for area in hidden) or _under(path, workspace)
+        uncovers = any(_under(area, path) for area in [*hidden, workspace])  # would show a hidden folder whole
+        if again and not uncovers and os.path.exists(path) and not any(_under(path, done) for done in shown):
+            shown.append(path)
+            mounts.append((path, 1, ["--ro-bind", path, path]))
+    mounts.append((workspace, 2, ["--bind", workspace, workspace]))
+    mounts.append((kernel_dir, 2, ["--bind", kernel_dir, kernel_dir]))
+    for name in READ_ONLY_IN_WORKSPACE:
+        path = os.path.join(workspace, name)
+        if os.path.isdir(path):
+            mounts.append((path, 3, ["--ro-bind", os.path.realpath(path), path]))
+    for name in HOME_SECRETS:
+        path = os.path.join(home, name)
+        if _under(path, workspace) and os.path.lexists(path):
+            mounts.append((path, 3, ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]))
+    for path in _host_key_paths(home):
+        if os.path.isdir(path):
+            mounts.append((path, 4, ["--tmpfs", path]))
+        elif os.path.isfile(path):
+            mounts.append((path, 4, ["--ro-bind", "/dev/null", path]))
+    if network:
+        resolv = os.path.realpath("/etc/resolv.conf")
+        if any(_under(resolv, area) for area in hidden):  # /run/systemd/resolve/...: DNS needs it
+            mounts.append((resolv, 1, ["--ro-bind-try", resolv, resolv]))
+    command = [shutil.which(BWRAP) or BWRAP, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for _, _, arguments in sorted(mounts, key=lambda mount: (_depth(mount[0]), mount[1])):
+        command += arguments
+    command += _namespaces(network)
+    command += ["--setenv", "HOME", home, "--setenv", "TMPDIR", "/tmp", "--chdir", workspace, "--"]
+    return command + list(argv)
+
+
+def _host_key_paths(home: str) -> list[str]:
+    """Where the host's signing key lives (as ``records.host_key.key_path`` finds it): never shown, even
+    when it is kept outside the home (with it a sub-agent could sign a planted checkpoint)."""
+    configured = os.environ.get("DEEPAGENT_HOST_KEY", "").strip()
+    data = os.environ.get("XDG_DATA_HOME", "").strip() or os.path.join(home, ".local", "share")
+    paths = [os.path.realpath(os.path.join(data, "deepagent-magics"))]
+    if configured:
+        paths.append(os.path.realpath(os.path.expanduser(configured)))
+    return paths
+
+
+def _host_folders() -> list[str]:
+    """The host's IPython and Jupyter folders when set outside the home (hidden: the kernel gets its own)."""
+    folders = []
+    for name in ("IPYTHONDIR", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "TMPDIR"):
+        value = os.environ.get(name)
+        if value and os.path.isabs(value):
+            folders.append(os.path.realpath(value))
+    return folders
+
+
+def _covers_nothing_needed(path: str) -> bool:
+    """A folder hidden behind a tmpfs must not be / or a system folder the kernel needs whole."""
+    return _depth(path) >= 1 and path not in ("/usr", "/etc", "/lib", "/lib64", "/bin", "/sbin", "/opt", "/var")
+
+
+def _runtime_paths(argv: list[str], extra: Iterable[str]) -> list[str]:
+    """Where the kernel's Python lives: the prefixes, its executable's folder, ``sys.path`` and ``PYTHONPATH``."""
+    paths = [sys.prefix, sys.exec_prefix, sys.base_prefix, getattr(sys, "base_exec_prefix", sys.base_prefix),
+             os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable)), *sys.path,
+             *os.environ.get("PYTHONPATH", "").split(os.pathsep), *extra]
+    if argv and os.path.isabs(argv[0]):  # another kernel spec's interpreter: its environment
+        real = os.path.realpath(argv[0])
+        paths += [os.path.dirname(os.path.dirname(argv[0])), os.path.dirname(os.path.dirname(real))]
+    return sorted({os.path.realpath(path) for path in paths if path and os.path.isabs(path)}, key=_depth)
+
+
+def _under(path: str, folder: str) -> bool:
+    """Whether ``path`` is ``folder`` or inside it."""
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _depth(path: str) -> int:
+    return len([part for part in path.split("/") if part])
