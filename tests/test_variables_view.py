@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from deepagent_magics import DeepAgent
+from deepagent_magics.core.loop.inputs_view import VARIABLES_HEAD
 from deepagent_magics.core.loop.variables import BUDGET, LIST_ALL, MAX_COLUMNS, MAX_NAMED, describe, variables_view
 from deepagent_magics.testing import ScriptedLM
 
@@ -22,10 +23,19 @@ def frame(columns, rows=3):
 def test_the_names_the_task_mentions_come_first_then_the_users_newest_first_then_earlier_runs():
     ns = {"old": 1, "sales": frame(["q1", "q2"]), "k": 5, "res": [1], "newest": "x", "costs": frame(["c"])}
     view = variables_view(ns, task="Compare `costs` with sales by quarter", agent_names={"k", "res"})
-    lines = view.splitlines()
+    lines = [line for line in view.splitlines() if not line.startswith("    ")]  # a mentioned table's rows
     assert [line.split(":")[0] for line in lines[:4]] == ["- costs", "- sales", "- newest", "- old"]
     assert lines[-1] == "Made by earlier agent runs: k, res"  # names only, on one line
     assert "- k:" not in view and "- res:" not in view
+
+
+def test_a_table_the_task_mentions_shows_its_first_rows_and_one_it_does_not_only_its_columns():
+    units = pd.DataFrame({"region": ["North", "South", "East", "West"], "units": [3, 5, 7, 9]})
+    view = variables_view({"units": units, "other": units.copy()}, task="Sum `units`")
+    mentioned, other = view.split("\n- other")
+    assert "North" in mentioned and "South" in mentioned and "East" in mentioned and "West" not in mentioned
+    assert "North" not in other
+    assert all(not line or line.startswith(("- ", "    ")) for line in mentioned.splitlines())
 
 
 def test_a_table_shows_every_column_with_its_dtype_up_to_the_bound_then_how_many_more():
@@ -134,9 +144,10 @@ def test_the_run_passes_the_task_and_the_earlier_runs_names_to_the_view(tmp_path
     ns = {"zeta": frame(["a"]), "k": 3, "alpha": 1}
     DeepAgent(lm=lm, workspace=tmp_path, max_depth=0).run("Look at zeta", ns, agent_names=["k"])
     user = lm.requests[0]["user"]
-    view = user.split("Notebook variables (in scope by name):\n", 1)[1].split("\n\n", 1)[0]
-    assert view.splitlines() == ["- zeta: pandas.DataFrame, shape (3, 1), columns float64: a", "- alpha: int = 1",
-                                 "Made by earlier agent runs: k"]
+    view = user.split(VARIABLES_HEAD + "\n", 1)[1].split("\n\n", 1)[0]
+    entries = [line for line in view.splitlines() if not line.startswith("    ")]  # zeta's first rows
+    assert entries == ["- zeta: pandas.DataFrame, shape (3, 1), columns float64: a", "- alpha: int = 1",
+                       "Made by earlier agent runs: k"]
 
 
 @pytest.mark.parametrize("budget", [200, 800])
