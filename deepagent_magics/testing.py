@@ -51,8 +51,13 @@ Step = Mapping[str, str] | tuple[str, str] | str
 ACTION_FIELDS = {"reasoning", "code"}
 _OUTPUT_FIELDS = re.compile(r"Your output fields are:\n(.*?)(?:\n\n|All interactions)", re.S)
 _FIELD_NAME = re.compile(r"^\d+\. `(\w+)`", re.M)
+_ACTION_FORM = re.compile(r"\[\[ ## reasoning ## \]\]\n\{[^\n]*\}\n\n\[\[ ## code ## \]\]\n\{")
 _TASK = re.compile(r"\[\[ ## task ## \]\]\n(.*?)(?:\n\n\[\[ ## |\Z)", re.S)
 _TASK_VARIABLE = re.compile(r"Variable: `task`.*?Preview:\n\s*```\n(.*?)\n\s*```", re.S)
+SECTION_HEADS = ("Task (`task`):", "Context (`context`):", "Notebook variables (already defined: use them by name):")  # inputs_view's
+_TASK_SECTION = re.compile(  # the request's own view of the inputs (core.loop.inputs_view: same heads)
+    re.escape(SECTION_HEADS[0]) + r"\n(.*?)(?=\n\n(?:" + re.escape(SECTION_HEADS[1]) + "|"
+    + re.escape(SECTION_HEADS[2]) + r"|\[\[ ## )|\Z)", re.S)
 EXHAUSTED = 'SUBMIT(result="[ScriptedLM: the script has no more steps]")'
 
 
@@ -66,7 +71,7 @@ class ScriptedRequest:
 
     @property
     def task(self) -> str:
-        match = _TASK.search(self.user) or _TASK_VARIABLE.search(self.user)
+        match = _TASK.search(self.user) or _TASK_SECTION.search(self.user) or _TASK_VARIABLE.search(self.user)
         return match.group(1).strip() if match else self.user
 
     @property
@@ -104,6 +109,8 @@ class ScriptedEngine:
         system = _text(request.system)
         user = "\n".join(_text(message.text) for message in request.messages if message.role == "user")
         fields = _FIELD_NAME.findall(_OUTPUT_FIELDS.search(system).group(1)) if _OUTPUT_FIELDS.search(system) else []
+        if not fields and _ACTION_FORM.search(system):  # the action step's own form (core.model.replies.ChatAdapter)
+            fields = ["reasoning", "code"]
         if ACTION_FIELDS <= set(fields):
             messages = [(message.role, _text(message.text)) for message in request.messages]
             last_user = next((text for role, text in reversed(messages) if role == "user"), "")
@@ -129,9 +136,9 @@ class ScriptedEngine:
         )
 
     def _next_step(self, user: str, request: ScriptedRequest | None = None) -> dict[str, str]:
-        # RLM shows the task as the `task` variable's preview; the REPL history (which may quote
+        # The request shows the task in its own section (RLM's preview, before); the REPL history (which may quote
         # other agents' tasks, e.g. in a delegate() call) must not pick the script.
-        match = _TASK.search(user) or _TASK_VARIABLE.search(user)
+        match = _TASK.search(user) or _TASK_SECTION.search(user) or _TASK_VARIABLE.search(user)
         task = match.group(1) if match else user
         keys = [key for key in self.scripts if key in task]
         if not keys:

@@ -81,3 +81,62 @@ def test_the_global_history_holds_the_same_entry_dicts_the_caller_modules_see(wo
     assert len(lm.history) == 2  # max_history_size bounds each LM's own history
     strip_entry(seen[0])
     dspy.inspect_history(n=4)  # a stripped entry still prints
+
+
+# ------------------------------------------------------------------ the prompt seam (core/loop/rlm_seam.py)
+def test_rlm_builds_its_action_signature_with_build_signatures_and_uses_it_as_is(workspace):
+    """rlm_seam: the action prompt is ours because RLM takes its action signature from `_build_signatures`
+    (at construction) and, per call, from `_action_signature_for_current_factory`."""
+    from dspy.predict.rlm import RLM
+
+    from deepagent_magics.core.loop.rlm_seam import AgentRLM
+
+    for method in ("_build_signatures", "_action_signature_for_current_factory", "_build_variables",
+                   "_get_execution_instructions"):
+        assert method in vars(RLM), f"dspy.RLM no longer has {method}: core/loop/rlm_seam.py must change"
+    lm = ScriptedLM([("Done.", "SUBMIT(result='ok')")])
+    agent = DeepAgent(lm=lm, workspace=workspace, max_depth=0)
+    assert isinstance(agent.rlm, AgentRLM)
+    assert agent.rlm.generate_action.signature.instructions == agent.prompt_instructions
+    agent.run("anything", {})
+    system = lm.requests[0]["system"]
+    assert agent.prompt_instructions in system  # what was built is what was sent ...
+    assert f"The workspace is {workspace.resolve()}" in system  # ... with this run's own lines after it
+    assert "You are tasked with producing" not in system and "Additional tools available" not in system
+
+
+def test_rlm_shows_the_variables_build_variables_returns_formatted_as_the_action_input(workspace):
+    """rlm_seam.Rendered: RLM calls `_build_variables(**inputs)` and hands `[v.format() for v in ...]` to the
+    action predictor as ``variables_info`` (the pipeline joins that one-item list into the text)."""
+    lm = ScriptedLM([("Done.", "SUBMIT(result='ok')")])
+    DeepAgent(lm=lm, workspace=workspace, max_depth=0).run("TASK-TEXT", {"x": 1})
+    user = lm.requests[0]["user"]
+    assert user.startswith("[[ ## variables_info ## ]]\nTask (`task`):\nTASK-TEXT\n\nNotebook variables")
+    assert "«" not in user and "Variable: `" not in user  # neither DSPy's list blobs nor RLM's previews
+
+
+def test_rlm_runs_a_code_string_as_it_is_even_with_fences_inside(workspace):
+    """rlm_seam.Code: RLM's own fence stripping (`_strip_code_fences`) returns a `Code` unchanged, so a step that
+    builds a Markdown report with a fenced block in a string runs whole (RLM alone would run the block)."""
+    from dspy.predict.rlm import _strip_code_fences
+
+    from deepagent_magics.core.loop.rlm_seam import Code
+
+    code = 'report = """\n```python\nx = 1\n```\n"""\nprint(len(report))'
+    assert _strip_code_fences(Code(code)) == code
+    assert _strip_code_fences(code) != code  # what the seam protects against
+    lm = ScriptedLM([("Report.", "```python\n" + code + "\n```"), ("Done.", "SUBMIT(result='ok')")])
+    run = DeepAgent(lm=lm, workspace=workspace, max_depth=0).run("report", {})
+    assert run.steps[0].code == code and run.steps[0].output == "21"
+
+
+def test_a_sub_agents_result_keeps_its_type_through_rlms_output_parsing():
+    """core.loop.agent.JSONValue: RLM parses SUBMIT values with `parse_value(value, annotation)`; for this union a
+    dict stays a dict, a list a list, and a string that looks like a number stays a string."""
+    from dspy.adapters.utils import parse_value
+
+    from deepagent_magics.core.loop.agent import JSONValue
+
+    for value in ({"a": 1.5, "b": [1, "x"]}, [1, 2], "3", '{"a": 1}', 2.5, 7, True, None, ""):
+        parsed = parse_value(value, JSONValue)
+        assert parsed == value and type(parsed) is type(value), value

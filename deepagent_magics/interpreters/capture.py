@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import sys
 import threading
+from collections import deque
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -76,10 +77,59 @@ def _uninstall() -> None:
                     setattr(sys, name, stream._stream)
 
 
+KEPT = 200_000  # characters of one step's output kept: the first half and the last half
+
+
+class BoundedBuffer:
+    """A text buffer that keeps the first and the last `KEPT` // 2 characters written and counts the rest:
+    a step printing a gigabyte costs the time to print it, never the memory to hold it."""
+
+    def __init__(self, kept: int = KEPT):
+        self._half = kept // 2
+        self._head: list[str] = []
+        self._head_size = 0
+        self._tail: deque[str] = deque()
+        self._tail_size = 0
+        self.written = 0
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        text = text if isinstance(text, str) else str(text)
+        size = len(text)
+        with self._lock:
+            self.written += size
+            room = self._half - self._head_size
+            if room > 0:
+                self._head.append(text[:room])
+                self._head_size += min(room, size)
+                text = text[room:]
+            if len(text) >= self._half:
+                self._tail.clear()
+                self._tail.append(text[-self._half:])
+                self._tail_size = self._half
+            elif text:
+                self._tail.append(text)
+                self._tail_size += len(text)
+                while self._tail_size - len(self._tail[0]) >= self._half:
+                    self._tail_size -= len(self._tail.popleft())
+        return size
+
+    def getvalue(self) -> str:
+        with self._lock:
+            head, tail, written = "".join(self._head), "".join(self._tail)[-self._half:], self.written
+        left_out = written - len(head) - len(tail)
+        if left_out <= 0:
+            return head + tail
+        return f"{head}\n... ({left_out:,} characters of output left out here) ...\n{tail}"
+
+    def flush(self) -> None:
+        pass
+
+
 @contextmanager
-def capture_streams() -> Iterator[io.StringIO]:
-    """Collect stdout and stderr written by this thread (and its unowned helpers) into one buffer."""
-    buffer = io.StringIO()
+def capture_streams() -> Iterator[BoundedBuffer]:
+    """Collect stdout and stderr written by this thread (and its unowned helpers) into one bounded buffer."""
+    buffer = BoundedBuffer()
     previous = getattr(_local, "buffer", None)
     _install()
     _local.buffer = buffer
@@ -95,7 +145,7 @@ def capture_streams() -> Iterator[io.StringIO]:
 
 
 @contextmanager
-def capture_displays(shell, into: io.StringIO) -> Iterator[None]:
+def capture_displays(shell, into: BoundedBuffer) -> Iterator[None]:
     """Write ``display()`` output, as text, into ``into`` where it happens (main thread only).
 
     ``display()`` publishes through the process's IPython singleton, which may not be

@@ -54,12 +54,11 @@ INTERRUPT_GRACE = 3.0  # seconds an interrupted kernel gets before it is killed
 _MISSING = object()
 
 KERNEL_EXECUTION_INSTRUCTIONS = (
-    "Code runs in a fresh Jupyter kernel of your own, a separate process: your parent's and the notebook's "
-    "variables are not defined here, and your parent sees only what you SUBMIT (or write to workspace files). "
-    "The current directory is the shared workspace. Variables persist between your steps. A bare expression "
-    "on the last line is echoed, as in a REPL. Tools and SUBMIT are global functions that take positional or "
-    "keyword arguments; arguments and results travel as JSON. Each code block may run for at most "
-    "{timeout:g} seconds."
+    "Code runs in a fresh Jupyter kernel of your own: there is no notebook here, and your parent's variables "
+    "are not defined. The current directory is the shared workspace. Variables persist between your steps; "
+    "a bare expression on the last line is echoed. Your parent gets what you SUBMIT as data (a dict stays a "
+    "dict, a list a list; what JSON cannot carry arrives as text) and the files you write. A step may run "
+    "{timeout:g} s."
 )
 
 

@@ -43,9 +43,10 @@ except ImportError:  # in a kernel: the pool installs guards' source first, as t
         guards = None
 
 try:  # on the host, as part of the package
-    from . import processes, wire
+    from . import output_limit, processes, wire
     from .runtime_checks import hook as runtime_checks
 except ImportError:  # in a kernel, shipped beside this file by the host (see pool/pooled_kernel.py)
+    import _deepagent_output_limit as output_limit
     import _deepagent_processes as processes
     import _deepagent_runtime_checks_hook as runtime_checks
     import _deepagent_wire as wire
@@ -188,7 +189,10 @@ class Runtime:
         return tool
 
     def call(self, name, args, kwargs):
-        request = wire.dumps({"tool": name, "args": list(args), "kwargs": kwargs}, f"an argument of {name}()")
+        try:
+            request = wire.dumps({"tool": name, "args": list(args), "kwargs": kwargs}, f"an argument of {name}()")
+        except wire.NotCarried as exc:  # the tool's answer, as for any bad argument: it never raises at the model
+            return f"Error: {exc}"
         with self._tool_lock:
             reply = json.loads(_ask_host(TOOL_PROMPT + request))
         if "error" in reply:
@@ -244,11 +248,11 @@ class Runtime:
         try:
             # exit()/quit()/ask_exit() would end this kernel after the step: refused (`guards`). The kernel's
             # own process kills (os._exit) stay: it is the sub-agent's disposable process, watched by the host.
-            with guards.guarded(kills=False) if guards is not None else nullcontext():
+            with guards.guarded(kills=False) if guards is not None else nullcontext(), output_limit.limited():
                 try:
                     value = exec_step(body, tail, filename, self.namespace, scope)
                 except Submitted as submitted:
-                    return {"status": "submit", "output": wire.to_wire(submitted.output, "a SUBMIT value")}
+                    return {"status": "submit", "output": wire.as_data(submitted.output, "a SUBMIT value")}
         except KeyboardInterrupt:
             return {"status": "interrupted"}
         except (SystemExit, GeneratorExit) as exc:  # reported to the LM, with why it may not exit
@@ -277,8 +281,8 @@ def echo(value):
     return text if len(text) <= ECHO_LIMIT else text[:ECHO_LIMIT] + f"... ({len(text) - ECHO_LIMIT} more chars)"
 
 
-def format_traceback(exc, library_frames=3):
-    """The traceback from the agent's own code down, with at most a few library frames."""
+def format_traceback(exc, library_frames=1):
+    """The traceback from the agent's own code down: its own frames and the last library frame (where it failed)."""
     tb = exc.__traceback__
     while tb is not None and not tb.tb_frame.f_code.co_filename.startswith(STEP_PREFIX):
         tb = tb.tb_next

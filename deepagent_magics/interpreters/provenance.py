@@ -55,6 +55,7 @@ class Tracker:
         self.snapshots: dict[str, Any] = {}
         self._step_refs: dict[str, Any] = {}
         self._mentioned: set[str] = set()
+        self._loop_names: set[str] = set()
         self.changes: list[dict[str, Any]] = run.changes if run is not None else []
 
     # ------------------------------------------------------------ around a step
@@ -73,6 +74,7 @@ class Tracker:
     def _before_step(self, tree: ast.AST) -> None:
         self._step_refs = dict(self.namespace)
         self._mentioned = self._mentions(tree)
+        self._loop_names = loop_targets(tree)
         for name in sorted(self._mentioned):
             if name in self.prints:
                 continue
@@ -93,6 +95,8 @@ class Tracker:
                 continue
             kind = "rebound" if name in self.before else "created"
             self._add(name, kind, step, value=value)
+            if name in self._loop_names or type(value).__name__ == "module":
+                self.changes[-1]["loop"] = True  # a loop variable, an import: not a result of the run
         for name in [name for name in refs if type(name) is str and name not in namespace and name not in injected]:
             self._add(name, "deleted", step)
         for name in sorted(self._mentioned & set(self.prints)):
@@ -104,13 +108,16 @@ class Tracker:
         for name in list(self.prints):
             self._look(name, None)
 
-    def restored(self, names: set[str], removed: set[str]) -> None:
-        """After the interpreter restored the user's ``names`` and took away ``removed`` (builtin shadows)."""
+    def restored(self, names: set[str], removed: set[str], scratch: set[str] = frozenset()) -> None:
+        """After the interpreter restored the user's ``names`` and took away ``removed`` (builtin shadows) and
+        ``scratch`` (the agent's `_`-named variables)."""
         for change in self.changes:
             if change["kind"] in ("rebound", "deleted") and change["name"] in names:
                 change["restored"] = True
-            if change["kind"] == "created" and change["name"] in removed:
+            if change["kind"] == "created" and change["name"] in removed | scratch:
                 change["restored"] = True
+                if change["name"] in scratch:
+                    change["scratch"] = True
         try:
             self._remember_what_it_left()
         except Exception:
@@ -239,4 +246,16 @@ def assigned_names(tree: ast.AST) -> set[str]:
             visit(child, top)
 
     visit(tree, True)
+    return names
+
+
+def loop_targets(tree: ast.AST) -> set[str]:
+    """The names a step binds as loop variables (``for k in ...``) or context managers (``with ... as f``)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        targets = [node.target] if isinstance(node, (ast.For, ast.AsyncFor)) else (
+            [item.optional_vars for item in node.items if item.optional_vars is not None]
+            if isinstance(node, (ast.With, ast.AsyncWith)) else [])
+        for target in targets:
+            names |= {each.id for each in ast.walk(target) if isinstance(each, ast.Name)}
     return names

@@ -61,12 +61,10 @@ TIMEOUT_ECHO = 2_000  # characters of what timed-out code printed, kept in its e
 _FACADE_TOKEN = "__dspy_host_token"
 
 EXECUTION_INSTRUCTIONS = (
-    "Code runs in the user's live Jupyter kernel. The notebook's variables are in scope by name, and every "
-    "variable you define stays in the notebook after the run: keep large intermediate results in variables "
-    "or workspace files instead of printing them. Never rebind or delete a variable the user already had "
-    "(create a new name such as `sales_clean`); such rebindings are undone when the run ends. A bare "
-    "expression on the last line is echoed, as in a REPL. Tools and SUBMIT are global functions that take "
-    "positional or keyword arguments. Each code block may run for at most {timeout:g} seconds."
+    "Code runs in the user's live Jupyter kernel: the variables listed with the task are defined; use them by "
+    "name, never load or rebuild them. What you define stays in their notebook. Name results clearly; keep throwaway work in functions or `_`-named variables (removed "
+    "at the end). Never rebind or delete a user's variable (make `sales_clean`, not `sales = ...`). The last "
+    "line's value is echoed. A step may run {timeout:g} s."
 )
 
 
@@ -142,8 +140,9 @@ class ShellInterpreter(StepInterpreter):
             restored = _guarded(failures, self._restore_bindings, before, injected) or set()
             _guarded(failures, _unbind_injected, self.namespace, before, injected)
             removed = _guarded(failures, self._remove_builtin_shadows, before) or set()
+            scratch = _guarded(failures, self._remove_scratch, before) or set()
             if tracker is not None:
-                _guarded(failures, tracker.restored, restored, removed)
+                _guarded(failures, tracker.restored, restored, removed, scratch)
             if self.run is not None and self.reverted:
                 self.run.reverted.update(self.reverted)
         if failures:
@@ -179,6 +178,13 @@ class ShellInterpreter(StepInterpreter):
             self.reverted[name] = value
             removed.add(name)
         return removed
+
+    def _remove_scratch(self, before: dict[str, Any]) -> set[str]:
+        """The agent's throwaway names (``_tmp``): the prompt says they go when the run ends."""
+        scratch = {key for key in list(self.namespace) if type(key) is str and key not in before and is_scratch(key)}
+        for name in scratch:
+            self.namespace.pop(name, None)
+        return scratch
 
     # ------------------------------------------------------------- execution
     @with_callbacks
@@ -227,9 +233,9 @@ class ShellInterpreter(StepInterpreter):
         except KeyboardInterrupt:
             raise
         except (SystemExit, GeneratorExit) as exc:  # exiting would end the user's kernel: refused
-            raise CodeExecutionError(format_traceback(exc) + "\n" + exit_error(exc)) from None
-        except BaseException as exc:  # the agent's own error, reported to the LM
-            raise CodeExecutionError(format_traceback(exc)) from None
+            raise CodeExecutionError(_printed(stream) + format_traceback(exc) + "\n" + exit_error(exc)) from None
+        except BaseException as exc:  # the agent's own error, after what its code printed: reported to the LM
+            raise CodeExecutionError(_printed(stream) + format_traceback(exc)) from None
         finally:
             limit.close()
             if tracker is not None:
@@ -318,6 +324,17 @@ HOST_CODES = (ShellInterpreter.invoke_tool.__wrapped__.__code__,) + host_code()
 class _NoLimit(nullcontext):
     def close(self) -> None:
         pass
+
+
+def _printed(stream: Any) -> str:
+    """What a failed step printed before its error, one line break before the traceback (or nothing)."""
+    text = stream.getvalue() if stream is not None else ""
+    return text.rstrip("\n") + "\n" if text.strip() else ""
+
+
+def is_scratch(name: str) -> bool:
+    """A `_`-named variable (not a dunder): the agent's scratch, removed when its run ends."""
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
 def _shadows_builtin(name: str) -> bool:

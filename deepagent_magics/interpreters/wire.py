@@ -25,6 +25,7 @@ import pathlib
 import uuid
 
 MAX_DEPTH = 100
+TEXT_CHARS = 100_000  # of a value sent as text (`as_data`)
 
 
 class NotCarried(TypeError):
@@ -41,7 +42,35 @@ def dumps(value, what="value"):
     return json.dumps(to_wire(value, what), allow_nan=False)
 
 
-def _convert(value, what, depth):
+def as_data(value, what="value"):
+    """``value`` as JSON data like `to_wire`, except that a part JSON cannot carry (a DataFrame, NaN, an
+    object) becomes text that says so, ``"<DataFrame, sent as text> ..."``: what a sub-agent SUBMITs always
+    reaches its parent, as data where it can be."""
+    return _convert(value, what, 0, lenient=True)
+
+
+def as_text(value, kind=None):
+    """A value that cannot travel as JSON, as bounded text that names what it was."""
+    kind = kind or type(value).__name__
+    try:
+        text = str(value)
+    except Exception as exc:  # noqa: BLE001 - a value whose str() fails still arrives, as what it was
+        text = f"(its str() failed: {type(exc).__name__})"
+    if len(text) > TEXT_CHARS:
+        text = text[:TEXT_CHARS] + f"... ({len(text) - TEXT_CHARS:,} more characters)"
+    return f"<{kind}, sent as text> {text}"
+
+
+def _convert(value, what, depth, lenient=False):
+    try:
+        return _converted(value, what, depth, lenient)
+    except NotCarried:
+        if not lenient:
+            raise
+        return as_text(value)
+
+
+def _converted(value, what, depth, lenient):
     if depth > MAX_DEPTH:
         raise NotCarried(f"{what} is nested too deeply to travel as JSON")
     if value is None or isinstance(value, (str, bool)):
@@ -53,13 +82,13 @@ def _convert(value, what, depth):
             raise NotCarried(f"{what} contains {value!r}, which JSON cannot carry")
         return float(value)
     if isinstance(value, dict):
-        return {_key(key, what): _convert(item, what, depth + 1) for key, item in value.items()}
+        return {_key(key, what, lenient): _convert(item, what, depth + 1, lenient) for key, item in value.items()}
     if isinstance(value, tuple) and hasattr(value, "_asdict") and hasattr(value, "_fields"):
-        return _convert(dict(value._asdict()), what, depth + 1)
+        return _convert(dict(value._asdict()), what, depth + 1, lenient)
     if isinstance(value, (list, tuple, collections.deque)):
-        return [_convert(item, what, depth + 1) for item in value]
+        return [_convert(item, what, depth + 1, lenient) for item in value]
     if isinstance(value, (set, frozenset)):
-        items = [_convert(item, what, depth + 1) for item in value]
+        items = [_convert(item, what, depth + 1, lenient) for item in value]
         try:
             return sorted(items)
         except TypeError:
@@ -67,13 +96,13 @@ def _convert(value, what, depth):
     dump = getattr(type(value), "model_dump", None)  # a pydantic model
     if callable(dump) and not isinstance(value, type):
         try:
-            return _convert(value.model_dump(mode="json"), what, depth + 1)
+            return _convert(value.model_dump(mode="json"), what, depth + 1, lenient)
         except Exception as exc:
             raise NotCarried(f"{what} ({type(value).__name__}) could not be dumped as JSON: {exc}") from None
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _convert(dataclasses.asdict(value), what, depth + 1)
+        return _convert(dataclasses.asdict(value), what, depth + 1, lenient)
     if isinstance(value, enum.Enum):
-        return _convert(value.value, what, depth + 1)
+        return _convert(value.value, what, depth + 1, lenient)
     if isinstance(value, (datetime.date, datetime.time)):
         return value.isoformat()
     if isinstance(value, datetime.timedelta):
@@ -93,7 +122,9 @@ def _convert(value, what, depth):
                      "kernel; convert it to str, numbers, lists or dicts first")
 
 
-def _key(key, what):
+def _key(key, what, lenient=False):
+    if lenient and not isinstance(key, (str, bool, int, float, enum.Enum)) and key is not None:
+        return as_text(key)
     if isinstance(key, str):
         return key
     if key is None or isinstance(key, (bool, int)) or isinstance(key, float) and math.isfinite(key):

@@ -50,14 +50,27 @@ def parse_flags(magic: Callable[..., Any], line: str) -> Any:
 
 def interpolate(text: str, namespace: dict[str, Any]) -> str:
     """Replace ``{name}`` with the notebook value of ``name``; ``{{`` and ``}}`` are literal braces."""
+    return interpolate_task(text, namespace)[0]
+
+
+def interpolate_task(text: str, namespace: dict[str, Any], agent_names: Any = ()) -> tuple[str, list[str], list[str]]:
+    """``text`` with each ``{name}`` of a variable the user defined replaced by its value; a name an agent
+    run made (``agent_names``) is left as written. Returns (text, the names expanded, the names left)."""
+    made = set(agent_names)
+    expanded: list[str] = []
+    kept: list[str] = []
 
     def substitute(match: re.Match) -> str:
         token = match.group(0)
         if token in ("{{", "}}"):
             return token[0]
         name = match.group(1)
+        if name in made and name in namespace:
+            kept.append(name)
+            return token
         if name not in namespace:
             raise UsageError(f"{{{name}}} in the cell is not a notebook variable; define it or use --no-interpolate")
+        expanded.append(name)
         try:
             value = bounded_str(namespace[name], MAX_INTERPOLATED_CHARS)
         except Exception as exc:
@@ -68,7 +81,21 @@ def interpolate(text: str, namespace: dict[str, Any]) -> str:
             value = value[:MAX_INTERPOLATED_CHARS] + f"... (truncated; the full value is the variable `{name}`)"
         return value
 
-    return _PLACEHOLDER.sub(substitute, text)
+    return _PLACEHOLDER.sub(substitute, text), expanded, kept
+
+
+def expansion_line(namespace: dict[str, Any], expanded: list[str], kept: list[str]) -> str | None:
+    """The one line a cell prints about its ``{name}``s: what it expanded, and what it left as written."""
+    if not expanded and not kept:
+        return None
+    parts = []
+    if expanded:
+        shown = [f"{{{name}}} ({type(namespace.get(name)).__name__})" for name in dict.fromkeys(expanded)]
+        parts.append("expanded " + ", ".join(shown[:8]) + (f" and {len(shown) - 8} more" if len(shown) > 8 else ""))
+    if kept:
+        names = ", ".join(f"{{{name}}}" for name in dict.fromkeys(kept))
+        parts.append(f"left {names} as written (an agent run made it, not you)")
+    return "deepagent: " + "; ".join(parts)
 
 
 @contextmanager

@@ -83,7 +83,7 @@ def run_tree_approvals(run: Any) -> list[dict[str, Any]]:
 
 def summarize_changes(run: Any) -> str | None:
     """One line naming what the run left changed in the namespace (None: nothing)."""
-    created = _names(run, "created", lambda c: not c.get("restored"))
+    created = _names(run, "created", lambda c: not c.get("restored") and not c.get("loop"))
     changed = _names(run, "changed")
     if not created and not changed:
         return None
@@ -94,6 +94,25 @@ def summarize_changes(run: Any) -> str | None:
         parts.append(f"changed in place {_listed(changed)}")
     return (f"deepagent: this run {'; '.join(parts)} (%deepagent_why NAME says how; "
             f"%deepagent_undo takes the run back)")
+
+
+def agent_names(runs: list[Any], namespace: dict[str, Any], user_cells: Any = None) -> list[str]:
+    """The names runs of this session made that still hold what the run left there, and that no cell of the
+    user's assigned since (``user_cells``: `provenance.UserCells`): the variables view lists them last, and
+    ``{name}`` in a cell does not expand them."""
+    latest: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        for change in getattr(run, "changes", ()):
+            if change["kind"] == "created" and not change.get("restored"):
+                latest[change["name"]] = change
+    out = []
+    for name, change in latest.items():
+        ref = change.get("_value")
+        if user_cells is not None and user_cells.since(name, change.get("_tick", 0)):
+            continue  # the user set it again (even to the very same object): it is theirs now
+        if name in namespace and ref is not None and ref.matches(namespace[name]):
+            out.append(name)
+    return out
 
 
 def _names(run: Any, kind: str, keep: Any = lambda change: True) -> list[str]:
@@ -144,6 +163,7 @@ class ControlMagics(AgentMagicsBase):
         print(f"{name} was {verb[change['kind']]} by run {run.id} ({head!r}), {where}.")
         if change.get("restored"):
             print("  (your own value was put back when the run ended)" if change["kind"] != "created"
+                  else "  (a `_`-named scratch variable: taken away when the run ended)" if change.get("scratch")
                   else "  (it shadowed a builtin, so it was taken away when the run ended)")
         if getattr(run, "undone_at", None) is not None:
             print("  (that run has been undone since)")

@@ -1,6 +1,7 @@
 """Prompts in place: read and hand-tune the agent's instructions from the notebook.
 
     %deepagent_prompt                      # the instructions and tools as the LM sees them
+    %deepagent_prompt --last               # the last request of the last run, as it was sent
     %%deepagent_prompt                     # the cell body becomes the profile's instructions
     %deepagent_prompt --diff | --reset | --save tuned.json | --load tuned.json
 
@@ -19,13 +20,14 @@ from IPython.core.error import UsageError
 from IPython.core.magic import line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
+from ..core.loop import pipeline
+from ..core.run.secrets import scrub
 from ..core.loop.profiles import load_profile, packaged_text
 from . import agents
 from ..tuning import programs
 from .arguments import expand_path, one_line, parse_flags
 from .configured import AgentMagicsBase
 
-RLM_TEMPLATE_START = "You are tasked with producing the following outputs"
 RLM_TOOLS = ("llm_query", "llm_query_batched", "SUBMIT")
 TYPES_KEY = "deepagent_subagent_types"
 
@@ -45,6 +47,7 @@ class PromptMagics(AgentMagicsBase):
     @argument("--save", metavar="PATH", help="store the active program (instructions and demos) as DSPy JSON")
     @argument("--load", metavar="PATH", help="make a program saved with --save the active one")
     @argument("--edit", action="store_true", help="put the profile's text in a new %%%%deepagent_prompt cell")
+    @argument("--last", action="store_true", help="the last request of the last run, as the model read it")
     @line_cell_magic
     def deepagent_prompt(self, line: str, cell: str | None = None) -> None:
         """Show the agent's prompt; as a cell magic, replace its instructions with the cell body."""
@@ -75,6 +78,8 @@ class PromptMagics(AgentMagicsBase):
             self.save(profile, args.save)
         elif args.load:
             self.load(profile, args.load)
+        elif args.last:
+            print(last_request(self._core().last_run))
         elif args.edit:
             self.shell.set_next_input(f"%%deepagent_prompt --profile {profile}\n{self._texts(profile)[1]}",
                                       replace=False)
@@ -87,11 +92,8 @@ class PromptMagics(AgentMagicsBase):
         own = agent.instructions
         if full.startswith(own):
             parts = [("Instructions (the profile's text; edit with %%deepagent_prompt)", own),
-                     ("Added by dspy.RLM: its REPL template and the tool docs", full[len(own):].strip())]
-        elif RLM_TEMPLATE_START in full:
-            at = full.index(RLM_TEMPLATE_START)
-            parts = [("Instructions (tuned)", full[:at].strip()),
-                     ("dspy.RLM's REPL template and the tool docs (as tuned)", full[at:].strip())]
+                     ("Added for the model: the REPL's rules and the tools offered (core/loop/instructions.py)",
+                      full[len(own):].strip())]
         else:
             parts = [("Instructions (tuned; the whole action prompt)", full)]
         tools = [tool.__name__ for tool in agent.builtin_tools() + agent.extra_tools] + list(RLM_TOOLS)
@@ -99,7 +101,7 @@ class PromptMagics(AgentMagicsBase):
                  "Tools: " + ", ".join(tools)]
         extra = agent.extensions.extra_instructions(agent, agent.workspace)
         if extra:  # the sub-agent types and skills, found again at each run (agents.py, core/workspace/skills.py)
-            parts.append(("Added at each run: your sub-agent types and the skills (found when the run starts)", extra))
+            parts.append(("Added at each run: the workspace, the sub-agent types and the skills", extra))
         for title, text in parts:
             lines += ["", f"=== {title} ===", text]
         demos = agent.rlm.generate_action.demos
@@ -194,3 +196,17 @@ class PromptMagics(AgentMagicsBase):
         if types is not None:
             agents.load_types(_Dry(), types, self.shell.user_ns, f"--load {path}")  # all or nothing
         return types
+
+
+def last_request(run: Any) -> str:
+    """The last action request ``run``'s tree sent, as the model read it: its messages rendered again from
+    what the step pipeline kept (`core.loop.pipeline.last_request`)."""
+    if run is None:
+        raise UsageError("no agent run in this kernel session yet: run a %%deepagent cell first")
+    messages = pipeline.last_request(run)
+    if not messages:
+        raise UsageError(f"run {run.id} sent no request for a step")
+    lines = [f"The last request of run {run.id} ({sum(len(m['content']) for m in messages):,} characters):"]
+    for message in messages:
+        lines += ["", f"=== {message['role']} ({len(message['content']):,} characters) ===", message["content"]]
+    return scrub("\n".join(lines))

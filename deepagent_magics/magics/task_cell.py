@@ -31,7 +31,8 @@ from .arguments import (
     check_out,
     check_mcp_servers,
     check_workspace,
-    interpolate,
+    expansion_line,
+    interpolate_task,
     lm_option_values,
     make_workspace,
     one_line,
@@ -79,13 +80,17 @@ class DeepAgentMagics(SettingTraits):
         args = parse_flags(self.deepagent, line)
         namespace = self.shell.user_ns
         check_out(args.out)
-        task = cell if args.no_interpolate else interpolate(cell, namespace)
+        watcher = self.shell.magics_manager.registry.get("ControlMagics")
+        made = control.agent_names(self.runs, namespace, getattr(watcher, "user_cells", None))  # not the user's
+        task, expanded, kept = (cell, [], []) if args.no_interpolate else interpolate_task(cell, namespace, made)
         if not task.strip():
             raise UsageError("The cell is empty: write the task for the agent in the cell body")
         if args.run_id is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", args.run_id):
             raise UsageError(f"--run-id {args.run_id!r}: use letters, digits, '_', '.', '-' (it names the record's file)")
         agent = self.build_agent(args)
         make_workspace(str(agent.workspace))
+        if said := expansion_line(namespace, expanded, kept):
+            print(said)
         quiet = args.quiet or self.quiet
         thread = followup.choose_thread(self, args, str(agent.workspace))
         cells = followup.recent_cells(self.shell, self.cells if args.cells is None else args.cells, cell)
@@ -96,7 +101,7 @@ class DeepAgentMagics(SettingTraits):
         namespace["_deepagent_run"] = run
         view = show_run(run, shell=self.shell, quiet=quiet, mode=args.display_mode or self.display_mode)
         try:
-            agent.run(task, namespace, cells, run=run, shell=self.shell, thread=thread)
+            agent.run(task, namespace, cells, run=run, shell=self.shell, thread=thread, agent_names=made)
         except KeyboardInterrupt:
             print(f"deepagent: interrupted after {len(run.steps)} steps; the run is kept in _deepagent_run")
             raise

@@ -26,6 +26,7 @@ from typing import Any, Iterator
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
+from ..core.model.code_fences import runnable
 from ..core.run.model_text import markdown_html
 from ..core.run.run import Usage
 from .store import record_home
@@ -197,7 +198,7 @@ def _add_steps(nb: nbformat.NotebookNode, record: dict[str, Any], level: int) ->
         prefix = "" if record.get("depth", 0) == 0 else f"Sub-agent `{str(record.get('id'))[-6:]}` · "
         nb.cells.append(model_markdown_cell(f"{heading} {prefix}Step {step.get('index')}\n\n{step.get('reasoning', '')}"))
         output = step.get("output") or ""
-        cell = new_code_cell(step.get("code", ""), execution_count=step.get("index"))
+        cell = new_code_cell(runnable(step.get("code", "")), execution_count=step.get("index"))  # fences off (old records)
         if output:
             error = output.startswith("[Error]")
             cell.outputs = [new_output("stream", name="stderr" if error else "stdout", text=output + "\n")]

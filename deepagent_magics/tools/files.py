@@ -12,6 +12,7 @@ one ``Error:`` line unless the user allowed it (``DeepAgent.subagent_skills``, `
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 from ..core.run import session as _session
@@ -27,14 +28,19 @@ def _should_stop(session: Any) -> Callable[[], bool] | None:
 
 @tool
 def ls(path: str = ".") -> str:
-    """List a workspace directory: one entry per line, directories end with '/', files show their size."""
+    """List a workspace folder."""
     session = _session.current()
     return session.workspace.ls(path, should_stop=_should_stop(session))
 
 
 @tool
 def read_file(path: str, offset: int = 0, limit: int = 2000) -> str:
-    """Read a workspace text file as numbered lines, starting after line `offset`, at most `limit` lines."""
+    """A workspace text file as numbered lines.
+
+    Lines from offset+1, at most ``limit`` of them.
+
+    A binary file (an image, a pickle, a parquet file) is refused with an Error: read it with the
+    library that understands it (pandas, PIL, ...) from its workspace path."""
     return _session.current().workspace.read_file(path, offset, limit)
 
 
@@ -50,15 +56,20 @@ def _writable(session: Any, path: str) -> None:
 
 @tool
 def write_file(path: str, content: str) -> str:
-    """Create or overwrite a workspace file with `content` (atomically; parent folders are created)."""
+    """Create or replace a workspace text file (`content`: a str).
+
+    The file is replaced atomically and its parent folders are created. ``content`` must be text:
+    bytes, a DataFrame or another object is refused with an Error that says how to write it."""
     session = _session.current()
+    if not isinstance(content, str):
+        raise ValueError(not_text(content, path, session.workspace.root))
     _writable(session, path)
     return session.workspace.write_file(path, content)
 
 
 @tool
 def edit_file(path: str, old: str, new: str, replace_all: bool = False) -> str:
-    """Replace the exact text `old` with `new` in a workspace file. `old` must occur exactly once unless replace_all=True."""
+    """Replace text `old`, found once (unless replace_all), with `new`."""
     session = _session.current()
     _writable(session, path)
     return session.workspace.edit_file(path, old, new, replace_all)
@@ -66,16 +77,38 @@ def edit_file(path: str, old: str, new: str, replace_all: bool = False) -> str:
 
 @tool
 def glob(pattern: str) -> list[str]:
-    """Workspace paths matching a glob pattern such as '**/*.md' (sorted, relative to the workspace)."""
+    """Paths matching e.g. '**/*.csv'."""
     session = _session.current()
     return session.workspace.glob(pattern, should_stop=_should_stop(session))
 
 
 @tool
 def grep(pattern: str, path: str = ".", glob: str | None = None) -> str:
-    """Search workspace files for a regular expression (RE2 syntax: no backreferences or lookarounds); one 'file:line: text' per match (capped). `glob` filters file names, e.g. '*.py'."""
+    """Regex search of workspace files; one 'file:line: text' per match.
+
+    The expression is RE2 syntax (no backreferences or lookarounds); the matches are capped.
+    ``glob`` filters the file names searched, e.g. '*.py'."""
     session = _session.current()
     return session.workspace.grep(pattern, path, glob, should_stop=_should_stop(session))
 
 
 WORKSPACE_TOOLS: list[Callable[..., Any]] = [ls, read_file, write_file, edit_file, glob, grep]
+write_file.writes = edit_file.writes = True  # refused to a read-only agent (tool_call)
+
+
+def not_text(content: Any, path: Any, root: Any) -> str:
+    """The error for a `write_file` whose content is not text: what it is, and how to write it instead."""
+    kind = type(content)
+    name = f"{kind.__module__.split('.')[0]}.{kind.__qualname__}" if kind.__module__ != "builtins" else kind.__qualname__
+    where = os.path.join(str(root), str(path)) if isinstance(path, str) else os.path.join(str(root), "NAME")
+    if isinstance(content, (bytes, bytearray)):
+        return (f"content is {name} ({len(content):,} bytes), and write_file writes text: decode it "
+                f"(content.decode()) if it is text, else write the bytes with open({where!r}, 'wb').write(data)")
+    if kind.__module__.split(".")[0] in ("pandas", "polars") and kind.__name__ in ("DataFrame", "Series"):
+        return (f"content is a {name}, and write_file writes text: write it with its own method, e.g. "
+                f"df.to_csv({where!r}) or df.to_parquet(...), or pass df.to_csv() (the text)")
+    if kind.__module__.split(".")[0] == "numpy":
+        return f"content is a {name}, and write_file writes text: save it with numpy.save({where!r}, array)"
+    if isinstance(content, (dict, list, tuple)):
+        return f"content is a {name}, and write_file writes text: pass json.dumps(value) (or str(value))"
+    return f"content is a {name}, and write_file writes text: pass a str (e.g. str(value))"

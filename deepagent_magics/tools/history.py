@@ -10,7 +10,12 @@ from .tool_call import tool
 
 @tool
 def history(start: int = 1, end: int | None = None) -> list[dict[str, Any]]:
-    """Every step of this run so far, in full, as a list of {"step", "reasoning", "code", "output"} dicts (steps `start` to `end`, 1-based). When the REPL history in your prompt is compacted, the older steps are still here: read an old output back with history(3, 3)[0]["output"]."""
+    """This run's steps in full.
+
+    A list of {"step", "reasoning", "code", "output"}, steps ``start`` to ``end``.
+
+    Steps are numbered from 1. When the REPL history in your prompt is compacted, the older steps
+    are still here: read an old output back with history(3, 3)[0]["output"]."""
     steps = list(_session.current().run.steps)
     first = max(1, int(start))
     last = len(steps) if end is None else min(len(steps), int(end))

@@ -27,13 +27,22 @@ def _skills() -> list:
 
 @tool
 def list_skills() -> list[dict]:
-    """Every skill available to you: [{"name", "description", "where"}], where is "workspace" or "user". Read one with read_skill(name)."""
+    """Skills: instructions for kinds of work.
+
+    A list of {"name", "description", "where"}.
+
+    ``where`` is "workspace" or "user". Read one with read_skill(name)."""
     return [{"name": skill.name, "description": skill.description, "where": skill.where} for skill in _skills()]
 
 
 @tool
 def read_skill(name: str, file: str = SKILL_FILE, offset: int = 0, limit: int = 2000) -> str:
-    """Read a skill's instructions (its SKILL.md), or another file in the skill's folder by its path there (e.g. "scripts/clean.py"); a folder path lists its files. Returns numbered lines, like read_file; read-only. Errors start with "Error:"."""
+    """Read one.
+
+    Its SKILL.md, or another file of its folder, as numbered lines.
+
+    ``file`` is a path inside the skill's folder (e.g. "scripts/clean.py"); a folder path lists its
+    files. Read-only; errors start with "Error:"."""
     skills = {skill.name: skill for skill in _skills()}
     skill = skills.get(str(name))
     if skill is None:

@@ -17,7 +17,10 @@ TODO_STATUSES = ("pending", "in_progress", "completed")
 
 @tool
 def write_todos(todos: list[dict[str, str]] | str) -> str:
-    """Replace the todo list. `todos` is a list of {"content": str, "status": "pending"|"in_progress"|"completed"} (or that list as a JSON string). Keep exactly one item in_progress while you work, and mark items completed as soon as they are done."""
+    """Replace your plan: [{"content": str, "status": "pending"|"in_progress"|"completed"}].
+
+    ``todos`` may also be that list as a JSON string. Keep exactly one item in_progress while you
+    work, and mark items completed as soon as they are done. Returns a one-line confirmation."""
     items = _parse_todos(todos)
     _session.current().run.set_todos(items)
     done = sum(item["status"] == "completed" for item in items)
@@ -26,7 +29,7 @@ def write_todos(todos: list[dict[str, str]] | str) -> str:
 
 @tool
 def read_todos() -> list[dict[str, str]]:
-    """Return the current todo list as a list of {"content", "status"} dicts."""
+    """Your plan."""
     return [dict(item) for item in _session.current().run.todos]
 
 
@@ -50,3 +53,4 @@ def _parse_todos(todos: Any) -> list[dict[str, str]]:
 
 
 TODO_TOOLS: list[Callable[..., Any]] = [write_todos, read_todos]
+write_todos.writes = True  # refused to a read-only agent (tool_call)

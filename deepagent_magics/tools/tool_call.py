@@ -13,30 +13,54 @@ import functools
 import reprlib
 from typing import Any, Callable
 
+from ..core.loop.tool_binding import ANSWERS_ERRORS  # marks a tool whose bad calls come back as Error: text
+from ..core.policy.spend import CapReached
 from ..core.run import session as _session
+from ..core.run.stopping import StopRun
 from ..core.run.secrets import scrub
 from ..core.workspace.workspace import WorkspaceError
 
 
+MESSAGE_CHARS = 600  # an error message quoting an argument's repr stays this short
+
+
 def tool(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Record the call on the run and turn a tool error into an ``Error: ...`` string."""
+    """Record the call on the run and turn any error into an ``Error: ...`` string (the tool never raises
+    at the model). A run's stop and a spend cap still end the run; a tool marked ``writes`` is refused to
+    a read-only agent (the reviewer)."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        run = _session.current().run
-        try:
-            result = func(*args, **kwargs)
-        except WorkspaceError as exc:
-            run.record_tool_call(func.__name__, _short_args(kwargs), error=str(exc))
-            return str(exc)
-        except (ValueError, TypeError, OSError) as exc:
-            message = f"Error: {exc}"
+        session = _session.current()
+        run = session.run
+        if getattr(wrapper, "writes", False) and getattr(session.agent, "read_only", False):
+            message = (f"Error: {func.__name__}() is not available to you: your tools only read. Report what "
+                       "needs changing in your verdict; the author fixes it.")
             run.record_tool_call(func.__name__, _short_args(kwargs), error=message)
             return message
-        run.record_tool_call(func.__name__, _short_args(kwargs))
-        return result
+        try:
+            result = func(*args, **kwargs)
+        except (StopRun, CapReached):
+            raise
+        except WorkspaceError as exc:
+            message = _bounded(str(exc))
+        except (ValueError, TypeError, OSError) as exc:
+            message = _bounded(f"Error: {exc}")
+        except Exception as exc:  # noqa: BLE001 - whatever a tool hits is the model's to read, not to crash on
+            message = _bounded(f"Error: {type(exc).__name__}: {exc}")
+        else:
+            run.record_tool_call(func.__name__, _short_args(kwargs))
+            return result
+        run.record_tool_call(func.__name__, _short_args(kwargs), error=message)
+        return message
 
+    wrapper.__annotations__ = {}  # no types for DSPy's Tool to check first: this wrapper answers bad arguments
+    setattr(wrapper, ANSWERS_ERRORS, True)
     return wrapper
+
+
+def _bounded(message: str) -> str:
+    return message if len(message) <= MESSAGE_CHARS else message[: MESSAGE_CHARS - 1] + "…"
 
 
 def _short_args(kwargs: dict[str, Any], limit: int = 80) -> dict[str, str]:

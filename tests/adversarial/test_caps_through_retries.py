@@ -109,7 +109,7 @@ def test_unreadable_replies_from_a_real_provider_stop_at_the_cap(tmp_path, many_
         agent = DeepAgent(lm=provider_lm(provider), workspace=tmp_path, max_tokens=200)
         agent.retry_policy = RetryPolicy(retries=0)
         run = agent.run("think", namespace={})
-        steps = [r for r in provider.requests if "`code`" in r["body"]["messages"][0]["content"]]
+        steps = [r for r in provider.requests if "[[ ## code ## ]]" in r["body"]["messages"][0]["content"]]
         assert len(steps) == 2  # 0 and 120 spent before them; at 240 the third is refused
         assert len(provider.requests) - len(steps) <= 2  # the final answer (its reply read twice: DSPy's fallback)
     assert run.status == "budget_exhausted" and "240 of 200 tokens" in run.error

@@ -144,7 +144,7 @@ def test_step_n_plus_ones_request_starts_with_step_ns_up_to_the_history(tmp_path
     for index, (text, following) in enumerate(pairwise(texts), start=1):
         common = len(os.path.commonprefix([text, following]))
         # Step 1 has no history yet; from step 2 on, step N's whole history is step N+1's too.
-        boundary = text.index("[[ ## repl_history ## ]]" if index == 1 else "[[ ## iteration ## ]]")
+        boundary = text.index("[[ ## repl_history ## ]]") if index == 1 else text.rindex("\\n\\n[[ ## iteration ## ]]")  # JSON-escaped
         assert common >= boundary, (index, text[common - 80:common + 80], following[common - 80:common + 80])
         assert common / len(text) > 0.9
 

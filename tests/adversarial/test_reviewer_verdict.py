@@ -106,7 +106,7 @@ def test_the_reviewer_is_told_to_submit_typed_fields(pool, tmp_path):
     verdict, run = review_with(pool, tmp_path, [("Pass.", "SUBMIT(status='pass', issues=[], suggestions=[])")])
     assert verdict == {"status": "pass", "issues": [], "suggestions": []}
     system = [r["system"] for r in run.lm.requests if "Review a draft answer" in r["user"]][0]
-    assert "SUBMIT(status, issues, suggestions)" in system  # RLM's own instructions name the typed fields
+    assert "SUBMIT(status=..., issues=..., suggestions=...)" in system  # the tools list names the typed fields
     assert 'status="fail"' in system and "SUBMIT(result" not in system  # and so does the reviewer's prompt
 
 

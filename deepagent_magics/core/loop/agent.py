@@ -24,7 +24,9 @@ from ..run import conversations as threads
 from .ending import end_early
 from ..model.failures import made_up, reason
 from ..model.lm import lm_label, resolve_lm
-from .variables import summarize_namespace
+from . import inputs_view, instructions as action_instructions
+from .rlm_seam import AgentRLM
+from .variables import BUDGET as VARIABLES_CHARS, variables_view
 from ..model.usage_sink import HISTORY_SIZE, UsageSink
 from .pipeline import observe_steps
 from .profiles import instructions_hash, load_profile
@@ -45,13 +47,18 @@ INPUT_FIELDS = {
     "notebook_variables": "The notebook variables in scope by name: name, type, size and a short preview",
 }
 OUTPUT_FIELD = "result"
+ROOT_RESULT = "your answer in Markdown, naming the variables and files you made"
+SUB_RESULT = "what your parent gets, as data (a dict stays a dict, a list a list)"
+JSONValue = str | dict | list | int | float | bool | None  # a sub-agent's result: kept as it was submitted
 
 
-def build_signature(instructions: str) -> type[dspy.Signature]:
+def build_signature(instructions: str, depth: int = 0) -> type[dspy.Signature]:
+    """The agent's signature: the inputs, and the result (text for the user; a sub-agent's, data)."""
     fields: dict[str, Any] = {
         name: (str, dspy.InputField(desc=desc)) for name, desc in INPUT_FIELDS.items()
     }
-    fields[OUTPUT_FIELD] = (str, dspy.OutputField(desc="The final answer for the user, in Markdown"))
+    fields[OUTPUT_FIELD] = ((JSONValue, dspy.OutputField(desc=SUB_RESULT)) if depth
+                            else (str, dspy.OutputField(desc=ROOT_RESULT)))
     return dspy.Signature(fields, instructions)
 
 
@@ -87,6 +94,9 @@ class DeepAgent(dspy.Module):
     ask: Any = approval.STDIN  # how approval asks: the kernel's stdin; None: no one to ask (%deepagent_eval)
 
     record_runs = True  # write each root run to <workspace>/.deepagent/runs/<id>.json (records/)
+    task_chars = inputs_view.TASK_CHARS  # the request shows the task whole up to this, cut at line ends
+    context_chars = inputs_view.CONTEXT_CHARS  # likewise the context (recent cells, earlier turns, memories)
+    variables_chars = VARIABLES_CHARS  # the variables view's budget (core.loop.variables)
     retry_policy: RetryPolicy | None = RetryPolicy()  # provider faults: retries and waits (retries.py; None: DSPy's)
 
     def __init__(
@@ -119,14 +129,27 @@ class DeepAgent(dspy.Module):
                                                                             + self.extra_tools})
         if instructions is None:
             instructions = load_profile(self.profile).instructions(depth=depth, max_depth=self.max_depth)
-        self.rlm = dspy.RLM(
-            build_signature(instructions),
-            max_iters=self.max_iters,
-            max_llm_calls=self.max_llm_calls,
-            max_output_chars=max_output_chars,
-            tools=self.builtin_tools() + self.extra_tools,
-            interpreter_factory=self.interpreter_factory(),
-        )
+        self.rlm = self.make_rlm(build_signature(instructions, depth), max_iters=self.max_iters,
+                                 max_llm_calls=self.max_llm_calls, max_output_chars=max_output_chars)
+
+    def make_rlm(self, signature: type[dspy.Signature], rlm_class: type[AgentRLM] = AgentRLM, **settings: Any) -> Any:
+        """The agent's ``dspy.RLM``, whose action prompt is ours (`rlm_seam`): the profile's text, the REPL's
+        rules and the offered tools (`instructions`); the task, context and variables (`inputs_view`)."""
+        can_delegate, read_only = self.depth < self.max_depth, bool(getattr(self, "read_only", False))
+
+        def compose(text: str, tools: list, rules: str, outputs: dict) -> str:
+            return action_instructions.compose(text, tools, rules, outputs, can_delegate=can_delegate,
+                                               read_only=read_only)
+
+        return rlm_class(signature, compose=compose, render_inputs=self.render_inputs,
+                         tools=self.builtin_tools() + self.extra_tools,
+                         interpreter_factory=self.interpreter_factory(), **settings)
+
+    def render_inputs(self, inputs: dict[str, Any]) -> str:
+        """What the request shows of a run's inputs (`inputs_view`); a sub-agent has no notebook variables."""
+        variables = inputs.get("notebook_variables") if self.depth == 0 else None
+        return inputs_view.render(inputs.get("task"), inputs.get("context"), variables,
+                                  task_chars=self.task_chars, context_chars=self.context_chars)
 
     # ------------------------------------------------------------ extension points
     def builtin_tools(self) -> list[Callable[..., Any]]:
@@ -184,6 +207,7 @@ class DeepAgent(dspy.Module):
         shell: Any = None,
         workspace: str | os.PathLike | None = None,
         thread: Any = None,
+        agent_names: Iterable[str] = (),
     ) -> Run:
         """Run the agent on ``task`` with ``namespace`` as its REPL; return the `Run`.
 
@@ -194,7 +218,8 @@ class DeepAgent(dspy.Module):
         error while setting up) ``failed``; then it is re-raised. A namespace another
         run is using is refused at once with `NamespaceBusy`. ``thread`` continues a
         conversation (a `Thread`, or a thread or run id; `core.run.conversations`): the earlier turns
-        head the ``context``.
+        head the ``context``. ``agent_names``: names earlier agent runs made in the namespace (the
+        variables view lists them last, by name only).
         """
         user_namespace = namespace
         namespace = {} if namespace is None else namespace
@@ -205,7 +230,8 @@ class DeepAgent(dspy.Module):
             run.finish("failed", error=f"NamespaceBusy: {exc}")
             raise
         try:
-            return self._run(run, task, user_namespace, namespace, context, listeners, shell, workspace, thread)
+            return self._run(run, task, user_namespace, namespace, context, listeners, shell, workspace, thread,
+                             agent_names)
         except KeyboardInterrupt:
             run.finish("interrupted", error="KeyboardInterrupt")
             raise
@@ -217,7 +243,8 @@ class DeepAgent(dspy.Module):
             release(namespace, run)
 
     def _run(self, run: Run, task: str, user_namespace: dict[str, Any] | None, namespace: dict[str, Any],
-             context: str, listeners: Iterable[Listener], shell: Any, workspace: Any, thread: Any = None) -> Run:
+             context: str, listeners: Iterable[Listener], shell: Any, workspace: Any, thread: Any = None,
+             agent_names: Iterable[str] = ()) -> Run:
         lm = resolve_lm(self.lm, namespace=user_namespace)
         sub_lm = resolve_lm(self.sub_lm, namespace=user_namespace) if self.sub_lm is not None else None
         lm, sub_lm = with_retries(lm, run, self.retry_policy), with_retries(sub_lm, run, self.retry_policy)
@@ -240,7 +267,8 @@ class DeepAgent(dspy.Module):
         run.max_iters = self.max_iters
         context = self.extensions.extra_context(self, task, namespace, root, context)  # memories, earlier turns
         tool_names = {tool.__name__ for tool in self.builtin_tools() + self.extra_tools}
-        summary = summarize_namespace(namespace, exclude=tool_names | {"SUBMIT"})
+        summary = "" if self.depth else variables_view(namespace, task=task, exclude=tool_names | {"SUBMIT"},
+                                                       agent_names=agent_names, budget=self.variables_chars)
 
         if run.parent is None and getattr(self, "approve", "never") != "never":
             ask = approval.stdin_asker() if self.ask == approval.STDIN else self.ask
@@ -289,12 +317,12 @@ class DeepAgent(dspy.Module):
         return run
 
     def _factory(self, session: Session, namespace: dict[str, Any], shell: Any, root: Path) -> Callable[[], Any]:
-        """This run's interpreter factory, its prompt guidance followed by the instruction providers' text
-        (the sub-agent types, the skills: `extensions`); RLM puts it in the action prompt of this run."""
+        """This run's interpreter factory, carrying what this run adds to the action prompt (`rlm_seam`):
+        where the workspace is, then the instruction providers' text (the sub-agent types, the skills)."""
         factory = self.interpreter_factory(session, namespace, shell)
-        extra = self.extensions.extra_instructions(self, root)
-        if extra and isinstance(getattr(factory, "execution_instructions", None), str):
-            factory.execution_instructions += "\n\n" + extra
+        parts = [] if self.depth else [action_instructions.workspace_line(root)]
+        parts.append(self.extensions.extra_instructions(self, root))
+        factory.run_instructions = "\n\n".join(part for part in parts if part)
         return factory
 
     def forward(self, task: str, context: str = "") -> dspy.Prediction:

@@ -10,7 +10,7 @@ registry), passed as ``DeepAgent(extensions=...)``:
 - context providers (``add_context_provider``): text added to a run's ``context`` input, e.g. the
   memories that match the task;
 - instruction providers (``add_instructions_provider``): text added to a run's action prompt, after
-  the REPL's own guidance, e.g. the sub-agent types and skills the agent may use;
+  the instructions and the tools, e.g. the sub-agent types and skills the agent may use;
 - where ``DeepAgent(mcp_servers=...)`` gets its tools (``use_server_tools``): MCP tools in.
 
 An agent built without ``extensions=`` takes the default set, which the package makes once, on first

@@ -22,7 +22,8 @@ from ..model import caching, compaction
 from ..model import step_streaming as streaming
 from ..policy import spend, steering
 from ..run import session as _session
-from . import attempts, ending
+from ..model.replies import action_adapter
+from . import attempts, ending, rlm_seam
 
 Call = Callable[..., Any]  # call(**inputs) -> a Prediction (or, on the async path, a coroutine of one)
 
@@ -138,6 +139,9 @@ STEP_PIPELINE: tuple[Layer, ...] = (
     Layer("user notes",
           "after compaction: the user's notes follow the (compacted) history, so compaction never drops them",
           _steered, _inputs(lambda step, inputs: steering.before_step(step.session, inputs))),
+    Layer("kept for --last",
+          "after everything that changes the inputs: what is sent is what %deepagent_prompt --last shows",
+          lambda step: step.session is not None, _inputs(lambda step, inputs: _keep_request(step, inputs))),
     Layer("cache marks",
           "on the final request: the stable head of exactly what is sent is marked for the provider's cache",
           lambda step: caching.prompt_cache_for(step.lm) is not None, _cache_marked),
@@ -166,11 +170,13 @@ class StepPredict(dspy.Predict):
     """
 
     def forward(self, **kwargs: Any) -> Any:
+        kwargs = rlm_seam.one_text(kwargs)  # the run's inputs as the one text the model reads
         step = self._step(kwargs, is_async=False)
         plain = compose(step, lambda **inputs: super(StepPredict, self).forward(**inputs))
         return _report(step, plain(**kwargs))
 
     async def aforward(self, **kwargs: Any) -> Any:
+        kwargs = rlm_seam.one_text(kwargs)
         step = self._step(kwargs, is_async=True)
         plain = compose(step, lambda **inputs: super(StepPredict, self).aforward(**inputs))
         return _report(step, await plain(**kwargs))
@@ -180,10 +186,32 @@ class StepPredict(dspy.Predict):
 
 
 def _report(step: Step, prediction: Any) -> Any:
-    """The step opens on the run (``step_started``) with the reasoning and code RLM is about to run."""
+    """The step opens on the run (``step_started``) with the reasoning and code RLM is about to run: the code
+    without its Markdown fences, exactly as it will run (`rlm_seam.as_run`)."""
+    if prediction is not None and isinstance(getattr(prediction, "code", None), str):
+        prediction.code = rlm_seam.as_run(prediction.code)
     if step.session is not None and prediction is not None:
-        step.session.run.begin_step(getattr(prediction, "reasoning", "") or "", getattr(prediction, "code", "") or "")
+        step.session.run.begin_step(getattr(prediction, "reasoning", "") or "", str(getattr(prediction, "code", "") or ""))
     return prediction
+
+
+def _keep_request(step: Step, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Keep what the step's request is made of (references only), for ``%deepagent_prompt --last``."""
+    step.session.run.last_action = (step.predictor, inputs)
+    return inputs
+
+
+def last_request(run: Any) -> list[dict[str, Any]]:
+    """The messages of ``run``'s last action request, formatted again as the action adapter formats them."""
+    kept = getattr(run, "last_action", None)
+    if kept is None:
+        return []
+    predictor, inputs = kept
+    signature = inputs.get("signature") or predictor.signature
+    values = {name: value for name, value in inputs.items() if name in signature.input_fields}
+    messages = action_adapter(dspy.settings.adapter).format(signature, predictor.demos, values)
+    return [{"role": m["role"], "content": m["content"] if isinstance(m["content"], str) else str(m["content"])}
+            for m in messages]
 
 
 def observe_steps(rlm: Any) -> None:

@@ -22,9 +22,9 @@ from .notebook_tools import as_tool, check_tool
 from .profiles import Profile, available_profiles
 
 PACKAGED_DESCRIPTIONS = {
-    "default": "a general deep agent: explores data, computes, writes files (the default)",
-    "coder": "writes, fixes and tests code and modules in the workspace",
-    "researcher": "gathers and checks facts from files and sources, reports them with evidence",
+    "default": "a general deep agent: explores data, computes, writes files",
+    "coder": "writes, fixes and tests code in the workspace",
+    "researcher": "gathers facts from files and sources, with evidence",
     "reviewer": "checks a draft against criteria and gives a verdict (what review() uses)",
 }
 MAX_DESCRIPTION = 300
@@ -111,13 +111,19 @@ def check_types(types: Iterable[Any]) -> dict[str, SubAgentType]:
     return out
 
 
-def describe_types(types: dict[str, SubAgentType]) -> str:
-    """The lines a parent's prompt gets: every type it may delegate to, with its description."""
-    lines = ["## Sub-agent types you can delegate to",
-             "Pick one with `delegate(task, context, agent=\"NAME\")` or "
-             "`delegate_batched([{\"task\": ..., \"agent\": \"NAME\"}])`; without `agent` the sub-agent is like you."]
+SUBAGENTS_HEAD = (
+    "## Sub-agents\nA sub-agent (`delegate`) works in a kernel of its own whose working directory is the "
+    "workspace: it sees your files there, not your variables. Types for `agent=` (default: like you):")
+NOT_LISTED = {"reviewer"}  # reached through review()
+
+
+def describe_types(types: dict[str, SubAgentType], own: str | None = None) -> str:
+    """What a parent's prompt says about delegating: where sub-agents work, and every type it may pick
+    (the packaged profiles but its own and the reviewer's, then the user's), each with its description."""
+    lines = [SUBAGENTS_HEAD]
     for name in available_profiles():
-        lines.append(f"- {name}: {PACKAGED_DESCRIPTIONS.get(name, 'a packaged profile')}")
+        if name != own and name not in NOT_LISTED:
+            lines.append(f"- {name}: {PACKAGED_DESCRIPTIONS.get(name, 'a packaged profile')}")
     for kind in types.values():
         tools = f" (tools: {', '.join(kind.tool_names)})" if kind.tools else ""
         lines.append(f"- {kind.name}: {kind.description}{tools}")

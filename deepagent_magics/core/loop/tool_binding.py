@@ -20,6 +20,8 @@ from ..model.facade_requests import facade_requests
 from ..policy.spend import guard_tool
 from ..run import session as _session
 
+ANSWERS_ERRORS = "_deepagent_answers_errors"  # set by tools/tool_call.tool: bad calls answered with Error:
+
 
 def accept_positional(name: str, tool: Callable[..., Any]) -> Callable[..., Any]:
     """``tool`` callable with positional arguments too, bound to its signature."""
@@ -28,11 +30,15 @@ def accept_positional(name: str, tool: Callable[..., Any]) -> Callable[..., Any]
     except (TypeError, ValueError):
         signature = None
 
+    answers = getattr(tool, ANSWERS_ERRORS, False)  # a built-in tool: a bad call is an Error: it reads
+
     def call(*args: Any, **kwargs: Any) -> Any:
         if signature is not None:
             try:
                 bound = signature.bind(*args, **kwargs)
             except TypeError as exc:
+                if answers:
+                    return f"Error: {name}(): {exc}; call it as {name}{_plain(signature)}"
                 raise TypeError(f"{name}(): {exc}") from None
             kwargs = _flatten(bound, signature)
         elif args:
@@ -43,13 +49,23 @@ def accept_positional(name: str, tool: Callable[..., Any]) -> Callable[..., Any]
     call.__doc__ = getattr(tool, "__doc__", None)
     if signature is not None:
         call.__signature__ = signature  # type: ignore[attr-defined]
+    if answers:
+        setattr(call, ANSWERS_ERRORS, True)
     return call
+
+
+def _plain(signature: inspect.Signature) -> str:
+    """The signature without annotations: ``(path, offset=0)``."""
+    return str(signature.replace(parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
+                                 return_annotation=signature.empty))
 
 
 def copy_metadata(target: Callable[..., Any], source: Callable[..., Any]) -> None:
     """Give a wrapper the tool's name, docstring and signature (what RLM and the agent read)."""
     target.__name__ = getattr(source, "__name__", "tool")
     target.__doc__ = getattr(source, "__doc__", None)
+    if getattr(source, ANSWERS_ERRORS, False):
+        setattr(target, ANSWERS_ERRORS, True)
     if hasattr(source, "__signature__"):
         target.__signature__ = source.__signature__  # type: ignore[attr-defined]
 

@@ -1,170 +1,262 @@
-"""A compact summary of the notebook's variables, for the agent's prompt.
+"""The variables view: what the model is told the notebook holds, ranked and within a budget.
 
-The agent should know what the notebook holds (``sales: DataFrame (1200, 5)
-columns region:object, q3:float64 ...``) without being sent the data. The summary
-is bounded in size and cheap to compute whatever a variable holds: it never calls
-``str()`` or ``repr()`` on a large or unknown object, never copies, and only reads
-attributes that are O(1) on common containers (``len``, ``shape``, ``dtype``).
+The agent should know what the notebook holds (``sales: pandas.DataFrame, shape (1200, 5),
+columns object: region; float64: q3, q4``) without being sent the data. The view is rendered
+by us into the request (`inputs_view`), never cut mid-line, and ranked:
+
+1. the names the task mentions, in full detail (every column of a table up to `MAX_COLUMNS`);
+2. the user's own names, newest first, while the budget lasts; past it, compact (type and
+   shape), then by name only: every user variable is at least named, up to `MAX_NAMED`, and
+   past that one line says how many more and the code that lists them;
+3. functions, classes and modules, by name;
+4. names earlier agent runs made (loop variables, scratch results), by name, on one line.
+
+Describing a value is cheap and safe whatever it holds: no ``str()``/``repr()`` of an unknown or
+large object, no iteration of one, no copy. Only exact builtin types are repr'd; a subclass's
+size is read with the builtin's own method (its overrides never run); a table's columns, a
+``shape`` or a ``dtype`` are read only from the array and table libraries (`TRUSTED`), or when
+``shape`` is plain data on the object (read without running a property or ``__getattr__``).
 """
 
 from __future__ import annotations
 
+import inspect
+import re
 import types
 from typing import Any, Iterable, Mapping
 
-MAX_VARIABLES = 60
-MAX_CHARS = 6000
+BUDGET = 3000  # characters of described variables (names-only lines come on top, bounded by MAX_NAMED)
+MAX_NAMED = 300  # user variables named at least; past that, one line with how many more
+MAX_COLUMNS = 60  # a table's columns shown with their dtypes
+MAX_VARIABLES = MAX_NAMED  # the old name
 PREVIEW_CHARS = 80
+FULL_PREVIEW_CHARS = 300  # a variable the task mentions
+HEAD_ROWS = 3  # of a pandas table the task mentions
+NAMES_CHARS = 600  # each names-only line (functions, modules, earlier runs' names)
 HIDDEN = {"In", "Out", "exit", "quit", "get_ipython", "open"}
+TRUSTED = {"numpy", "pandas", "polars", "pyarrow", "torch", "jax", "jaxlib", "scipy", "xarray", "tensorflow",
+           "cupy", "dask", "sparse", "modin"}
+LIST_ALL = "print([n for n in globals() if not n.startswith('_')])"
+WORD = re.compile(r"[^\W\d]\w*")
 _SCALARS = (bool, int, float, complex, type(None))
+_CONTAINERS = (list, tuple, set, frozenset, dict)
+_CALLABLES = (types.FunctionType, types.BuiltinFunctionType, type, types.MethodType)
 
 
-def summarize_namespace(
+def variables_view(
     namespace: Mapping[str, Any],
     *,
+    task: str = "",
     exclude: Iterable[str] = (),
-    max_variables: int = MAX_VARIABLES,
-    max_chars: int = MAX_CHARS,
+    agent_names: Iterable[str] = (),
+    budget: int = BUDGET,
+    max_named: int = MAX_NAMED,
 ) -> str:
-    """One line per user variable, then the modules and callables by name only."""
+    """The view of ``namespace`` for a run on ``task`` (see the module docstring)."""
     excluded = set(exclude) | HIDDEN
+    made = set(agent_names)
+    names = [name for name in list(namespace) if isinstance(name, str) and not name.startswith("_")
+             and name not in excluded]
+    values = {name: namespace.get(name) for name in names}
+    modules = [n if values[n].__name__ == n else f"{n}={values[n].__name__}" for n in names
+               if type(values[n]) is types.ModuleType]
+    callables = [n for n in names if issubclass(type(values[n]), _CALLABLES) and n not in made]
+    data = [n for n in names if type(values[n]) is not types.ModuleType and n not in callables]
+    earlier = [n for n in data if n in made]
+    users = [n for n in reversed(data) if n not in made]  # newest first: a dict keeps the order names came in
+    mentioned = [n for n in dict.fromkeys(WORD.findall(task or "")) if n in values and n in users]
+    users = mentioned + [n for n in users if n not in mentioned]
+
     lines: list[str] = []
-    modules: list[str] = []
-    callables: list[str] = []
-    skipped = 0
+    plain: list[str] = []
     used = 0
-    for name, value in list(namespace.items()):
-        if name.startswith("_") or name in excluded:
-            continue
-        if isinstance(value, types.ModuleType):
-            modules.append(name if value.__name__ == name else f"{name}={value.__name__}")
-            continue
-        if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type, types.MethodType)):
-            callables.append(name)
-            continue
-        if len(lines) >= max_variables or used >= max_chars:
-            skipped += 1
-            continue
-        line = f"- {name}: {describe(value)}"
-        lines.append(line)
-        used += len(line) + 1
-    if skipped:
-        lines.append(f"- ... and {skipped} more variables (list them with code if you need them)")
+    for position, name in enumerate(users):
+        if position >= max_named:
+            break
+        for detail in (("full", "compact") if name in mentioned else ("normal", "compact")):
+            line = f"- {name}: {describe(values[name], detail)}"
+            if used + len(line) + 1 <= budget or (name in mentioned and not lines):
+                lines.append(line)
+                used += len(line) + 1
+                break
+        else:
+            plain.append(name)
+    if plain:
+        lines.append("- also: " + ", ".join(plain))
+    if len(users) > max_named:
+        lines.append(f"- ... and {len(users) - max_named:,} more variables: {LIST_ALL} lists them")
     if callables:
-        lines.append("Functions and classes: " + _join_capped(callables, 600))
+        lines.append("Functions and classes: " + _names(callables))
     if modules:
-        lines.append("Modules: " + _join_capped(modules, 400))
-    if not lines:
-        return "(the notebook has no user variables yet)"
-    return "\n".join(lines)
+        lines.append("Modules: " + _names(modules))
+    if earlier:
+        lines.append("Made by earlier agent runs: " + _names(earlier))
+    return "\n".join(lines) if lines else "(none yet)"
 
 
-def describe(value: Any) -> str:
-    """``type``, size, and a short preview of ``value``, computed in O(1)-ish time."""
-    kind = _type_name(value)
-    if isinstance(value, _SCALARS):
+def summarize_namespace(namespace: Mapping[str, Any], *, exclude: Iterable[str] = (),
+                        max_variables: int = MAX_NAMED, max_chars: int = BUDGET) -> str:
+    """The view without a task (the bench and older callers)."""
+    view = variables_view(namespace, exclude=exclude, budget=max_chars, max_named=max_variables)
+    return "(the notebook has no user variables yet)" if view == "(none yet)" else view
+
+
+def describe(value: Any, detail: str = "normal") -> str:
+    """``value``'s type, size and a short preview, computed in O(1)-ish time without running its code.
+
+    ``detail``: ``full`` (a longer preview), ``normal``, or ``compact`` (type and size only)."""
+    cls = type(value)
+    kind = _type_name(cls)
+    preview_chars = FULL_PREVIEW_CHARS if detail == "full" else PREVIEW_CHARS
+    if cls in _SCALARS:
         return f"{kind} = {_clip(repr(value))}"
-    if isinstance(value, str):
-        return f"str, {len(value):,} chars = {_clip(repr(value[:PREVIEW_CHARS + 2]))}"
-    if isinstance(value, (bytes, bytearray)):
-        return f"{kind}, {len(value):,} bytes"
-    frame = _dataframe_like(value, kind)
-    if frame:
-        return frame
-    shape = _shape(value)
+    if issubclass(cls, str):
+        head = str.__getitem__(value, slice(0, preview_chars + 2))
+        size = f"{kind}, {str.__len__(value):,} chars"
+        return size if detail == "compact" else f"{size} = {_clip(repr(str(head)), preview_chars)}"
+    if issubclass(cls, (bytes, bytearray)):
+        return f"{kind}, {(bytes.__len__ if issubclass(cls, bytes) else bytearray.__len__)(value):,} bytes"
+    table = _table(value, cls, kind, detail)
+    if table:
+        return table
+    shape = _shape(value, cls)
     if shape is not None:
-        dtype = getattr(value, "dtype", None)
-        dtype_text = f", dtype {dtype}" if dtype is not None and _cheap_str(dtype) else ""
-        return f"{kind}, shape {shape}{dtype_text}"
-    if isinstance(value, (list, tuple, set, frozenset, dict)):
-        return f"{kind}, {len(value):,} items = {_preview(value)}"
-    if hasattr(type(value), "__len__") and type(value).__module__ in ("collections", "builtins"):
-        return f"{kind}, {len(value):,} items"
+        dtype = _dtype(value, cls)
+        return f"{kind}, shape {shape}" + (f", dtype {dtype}" if dtype else "")
+    for base in _CONTAINERS:
+        if issubclass(cls, base):
+            size = f"{kind}, {base.__len__(value):,} items"
+            if detail == "compact" or cls is not base:
+                return size
+            return f"{size} = {_preview(value, 0, 8 if detail == 'full' else 4, preview_chars)}"
+    if cls.__module__ in ("collections", "builtins") and hasattr(cls, "__len__"):
+        try:
+            return f"{kind}, {len(value):,} items"
+        except Exception:
+            return kind
     return kind
 
 
-def _type_name(value: Any) -> str:
-    cls = type(value)
-    module = cls.__module__
-    if module in ("builtins", "__main__"):
-        return cls.__qualname__
-    return f"{module.split('.')[0]}.{cls.__qualname__}"
+# ---------------------------------------------------------------- tables, arrays
+def _trusted(cls: type) -> bool:
+    return str(getattr(cls, "__module__", "")).split(".")[0] in TRUSTED
 
 
-def _shape(value: Any) -> tuple | None:
-    shape = getattr(type(value), "shape", None)
-    if shape is None:
+def _table(value: Any, cls: type, kind: str, detail: str) -> str | None:
+    """pandas- and polars-style tables: shape, then every column with its dtype up to `MAX_COLUMNS`."""
+    if not _trusted(cls) or cls.__name__ != "DataFrame":
         return None
+    shape = _shape(value, cls)
+    if shape is None or len(shape) != 2:
+        return None
+    if detail == "compact":
+        return f"{kind}, shape {shape}"
     try:
-        shape = value.shape
+        names = list(value.columns[:MAX_COLUMNS])
+        dtypes = value.dtypes
+        kinds = list(dtypes.iloc[:MAX_COLUMNS]) if hasattr(dtypes, "iloc") else list(dtypes[:MAX_COLUMNS])
     except Exception:
-        return None
-    if isinstance(shape, tuple) and all(isinstance(n, int) for n in shape):
+        return f"{kind}, shape {shape}"
+    groups: dict[str, list[str]] = {}
+    for name, dtype in zip(names, kinds):
+        groups.setdefault(_clip(str(dtype), 40), []).append(_label(name))
+    columns = "; ".join(f"{dtype}: {', '.join(labels)}" for dtype, labels in groups.items())
+    more = f"; ... {shape[1] - len(names):,} more (.columns lists them)" if shape[1] > len(names) else ""
+    text = f"{kind}, shape {shape}, columns {columns}{more}"
+    return text + _head(value) if detail == "full" and cls.__module__.split(".")[0] == "pandas" else text
+
+
+def _head(frame: Any) -> str:
+    """A pandas table's first rows, indented under its line (a table the task names: the model sees its data
+    is already here); nothing when a row would be wide."""
+    try:
+        lines = frame.head(HEAD_ROWS).to_string(max_cols=12, max_colwidth=24).splitlines()
+    except Exception:
+        return ""
+    if not lines or any(len(line) > 160 for line in lines):
+        return ""
+    return "".join(f"\n    {line}" for line in lines)
+
+
+def _shape(value: Any, cls: type) -> tuple | None:
+    """``value.shape`` when it is safe to read: a trusted library's, or plain data on the object."""
+    if _trusted(cls):
+        try:
+            shape = value.shape
+        except Exception:
+            return None
+    else:
+        try:
+            shape = inspect.getattr_static(value, "shape", None)
+        except Exception:
+            return None
+        if isinstance(shape, (property, types.MemberDescriptorType, types.GetSetDescriptorType)) \
+                or hasattr(type(shape), "__get__"):
+            return None  # code would run to compute it
+    if type(shape) is tuple and all(type(n) is int for n in shape):
         return shape
     return None
 
 
-def _dataframe_like(value: Any, kind: str) -> str | None:
-    """pandas/polars-style tables: shape and the first column names with dtypes."""
-    columns = getattr(type(value), "columns", None)
-    dtypes = getattr(type(value), "dtypes", None)
-    shape = _shape(value)
-    if columns is None or dtypes is None or shape is None or len(shape) != 2:
+def _dtype(value: Any, cls: type) -> str | None:
+    if not _trusted(cls):
         return None
     try:
-        names = list(value.columns[:12])
-        kinds = value.dtypes
-        pairs = []
-        for position, name in enumerate(names):
-            dtype = kinds.iloc[position] if hasattr(kinds, "iloc") else kinds[position]
-            pairs.append(f"{name}:{dtype}")
+        text = str(value.dtype)
     except Exception:
-        return f"{kind}, shape {shape}"
-    more = f", ... ({shape[1] - len(names)} more)" if shape[1] > len(names) else ""
-    return f"{kind}, shape {shape}, columns " + _clip(", ".join(map(str, pairs)), 300) + more
+        return None
+    return text if len(text) < 40 else None
 
 
-def _preview(value: Any, depth: int = 0) -> str:
-    """A bounded repr: the first few items of containers, type names for everything else."""
-    if isinstance(value, _SCALARS):
+def _label(name: Any) -> str:
+    """A column name as it reads in the view: plain when it is a simple word, else its (bounded) repr."""
+    if type(name) is str and re.fullmatch(r"[\w./-]{1,60}", name):
+        return name
+    if type(name) in (str, int, float, bool) or type(name) is tuple and all(type(p) in (str, int) for p in name):
+        return _clip(repr(name), 60)
+    return f"<{type(name).__name__}>"
+
+
+# ---------------------------------------------------------------- previews
+def _preview(value: Any, depth: int, items: int, limit: int) -> str:
+    """A bounded repr of an exact builtin value: the first few items of containers, type names otherwise."""
+    cls = type(value)
+    if cls in _SCALARS:
         return _clip(repr(value), 30)
-    if isinstance(value, str):
+    if cls is str:
         return _clip(repr(value[:32]), 34)
-    if depth >= 2:
-        return "..." if isinstance(value, (list, tuple, set, frozenset, dict)) else _type_name(value)
-    if isinstance(value, dict):
-        items = []
-        for position, (key, item) in enumerate(value.items()):
-            if position == 4:
-                items.append("...")
-                break
-            items.append(f"{_preview(key, depth + 1)}: {_preview(item, depth + 1)}")
-        return _clip("{" + ", ".join(items) + "}")
-    if isinstance(value, (list, tuple)):
-        items = [_preview(item, depth + 1) for item in value[:4]]
-        if len(value) > 4:
-            items.append("...")
-        open_, close = ("[", "]") if isinstance(value, list) else ("(", ")")
-        return _clip(open_ + ", ".join(items) + close)
-    if isinstance(value, (set, frozenset)):
-        items = []
-        for position, item in enumerate(value):
-            if position == 4:
-                items.append("...")
-                break
-            items.append(_preview(item, depth + 1))
-        return _clip("{" + ", ".join(items) + "}")
-    return _type_name(value)
+    if depth >= 2 or cls not in _CONTAINERS:
+        return "..." if cls in _CONTAINERS else _type_name(cls)
+    parts = []
+    pairs = value.items() if cls is dict else value
+    for position, item in enumerate(pairs):
+        if position == items:
+            parts.append("...")
+            break
+        parts.append(f"{_preview(item[0], depth + 1, items, limit)}: {_preview(item[1], depth + 1, items, limit)}"
+                     if cls is dict else _preview(item, depth + 1, items, limit))
+    opening, closing = {list: "[]", tuple: "()", dict: "{}"}.get(cls, "{}")
+    return _clip(opening + ", ".join(parts) + closing, limit)
 
 
-def _cheap_str(value: Any) -> bool:
-    return len(str(value)) < 40
+def _type_name(cls: type) -> str:
+    module = str(getattr(cls, "__module__", "") or "")
+    name = str(getattr(cls, "__qualname__", cls.__name__))
+    if module in ("builtins", "__main__"):
+        return name
+    return f"{module.split('.')[0]}.{name}"
 
 
 def _clip(text: str, limit: int = PREVIEW_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _join_capped(names: list[str], limit: int) -> str:
-    text = ", ".join(names)
-    return _clip(text, limit)
+def _names(names: list[str], limit: int = NAMES_CHARS) -> str:
+    """Names joined, never one cut in half: past ``limit``, how many more."""
+    shown, used = [], 0
+    for name in names:
+        if used + len(name) + 2 > limit:
+            return ", ".join(shown) + f", ... {len(names) - len(shown):,} more"
+        shown.append(name)
+        used += len(name) + 2
+    return ", ".join(shown)

@@ -18,6 +18,7 @@ what was wrong and asks again, and a run that still gets nothing readable fails 
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import Any
 
 import dspy
@@ -129,7 +130,7 @@ def _compiles(code: str) -> bool:
 def echoes_prompt(text: str) -> bool:
     """The reply repeats the prompt: input sections, or the format template's placeholders."""
     return any(marker in text for marker in INPUT_MARKERS) or bool(
-        re.search(r"\[\[ ## reasoning ## \]\]\s*\{reasoning\}", text))
+        re.search(r"\[\[ ## reasoning ## \]\]\s*\{[^}\n]*\}\s*\[\[ ## code ## \]\]", text))
 
 
 def diagnose(completion: str | None, finish_reason: str | None = None) -> str:
@@ -164,6 +165,19 @@ class ChatAdapter(dspy.ChatAdapter):
     adapter's class name, so a streamed step reads exactly as with DSPy's own adapter.
     """
 
+    def format_system_message(self, signature: Any) -> str:
+        """For the action step: the instructions, then the form of the answer, each output with what it holds.
+        (DSPy's lists every field twice before the instructions; the inputs' markers are in each request.)"""
+        if not _is_action(signature):
+            return super().format_system_message(signature)
+        fields = "".join(f"[[ ## {name} ## ]]\n{{{_desc(field)}}}\n\n" for name, field in signature.output_fields.items())
+        return f"{textwrap.dedent(signature.instructions).strip()}\n\nAnswer in this form:\n\n{fields}{COMPLETED}"
+
+    def user_message_output_requirements(self, signature: Any) -> str:
+        if not _is_action(signature):
+            return super().user_message_output_requirements(signature)
+        return "Answer with " + ", ".join(f"[[ ## {name} ## ]]" for name in signature.output_fields) + f", {COMPLETED}."
+
     def parse(self, signature: Any, completion: str) -> dict[str, Any]:
         names = list(signature.output_fields)
         text, _ = clean(completion)
@@ -181,6 +195,14 @@ class ChatAdapter(dspy.ChatAdapter):
         if set(names) == {"reasoning", "code"} and isinstance(fields.get("code"), str):
             relocate(fields)
         return fields
+
+
+def _is_action(signature: Any) -> bool:
+    return set(signature.output_fields) == {"reasoning", "code"} and "variables_info" in signature.input_fields
+
+
+def _desc(field: Any) -> str:
+    return str((field.json_schema_extra or {}).get("desc", ""))
 
 
 def action_adapter(current: Any) -> Any:

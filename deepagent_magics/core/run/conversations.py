@@ -20,7 +20,7 @@ from typing import Any, Callable
 from ...errors import UserError
 from .run import STATUS, Event, Run
 
-TURN_RESULT_CHARS = 400
+TURN_RESULT_CHARS = 2000  # of the newest turns' results, whole lines (older turns: one line)
 STEP_CHARS = 90
 MAX_STEPS_SHOWN = 8
 MAX_NAMES = 30
@@ -57,7 +57,7 @@ class Turn:
         head = f"Turn {number} (run {self.run}, {self.status or 'unknown'}): {_first_line(self.task, 200)}"
         if not full:
             return f"{head} -> {_first_line(self.result, 120)}"
-        lines = [head, f"  result: {_clip(' '.join(self.result.split()), TURN_RESULT_CHARS)}"]
+        lines = [head, "  result:" + _result_lines(self.result, TURN_RESULT_CHARS, self.run)]
         if self.names:
             lines.append(f"  names created: {', '.join(self.names[:MAX_NAMES])}")
         if self.files:
@@ -88,7 +88,7 @@ class Thread:
             lines = [header] + ([f"({dropped} older turn(s) left out; their runs are in the records)"] if dropped else [])
             text = "\n".join(lines + body)
             if len(text) <= CONTEXT_BUDGET or len(numbered) == 1:
-                return _clip(text, CONTEXT_BUDGET)
+                return _whole_lines(text, CONTEXT_BUDGET)
             if any(full[:-1]):
                 full[full.index(True)] = False
             else:
@@ -187,6 +187,37 @@ def _created(namespace: dict[str, Any], before: dict[str, int]) -> list[str]:
 def _first_line(text: str, limit: int) -> str:
     line = next((line.strip() for line in str(text).splitlines() if line.strip()), "")
     return _clip(line, limit)
+
+
+def _result_lines(text: str, limit: int, run: str) -> str:
+    """A turn's result as it was written, indented, in whole lines up to ``limit``; then how much is left out."""
+    lines = [line.rstrip() for line in str(text).strip("\n").splitlines()]
+    kept, used = [], 0
+    for line in lines:
+        if used + len(line) + 5 > limit:
+            break
+        kept.append(line)
+        used += len(line) + 5
+    if len(lines) == 1 and kept:
+        return " " + kept[0]
+    out = "".join(f"\n    {line}" if line else "\n" for line in kept)
+    if len(kept) < len(lines):
+        rest = lines[len(kept):]
+        out += f"\n    [... {len(rest)} more line(s), {sum(map(len, rest)):,} characters: run {run}'s record has them]"
+    return out
+
+
+def _whole_lines(text: str, limit: int) -> str:
+    """``text`` up to ``limit`` characters, never a line cut in half; a last line says what was left out."""
+    if len(text) <= limit:
+        return text
+    lines, kept, used = text.splitlines(), [], 0
+    for line in lines:
+        if used + len(line) + 1 > limit - 80:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    return "\n".join(kept + [f"[... {len(lines) - len(kept)} more line(s) of earlier turns left out]"])
 
 
 def _clip(text: str, limit: int) -> str:

@@ -329,7 +329,7 @@ class Run:
             "config": scrub(self.config),
             "prompt_hash": self.prompt_hash,
             "status": self.status,
-            "result": self.result if isinstance(self.result, (str, int, float, bool, type(None))) else scrub(repr(self.result)),
+            "result": self.result if isinstance(self.result, (str, int, float, bool, type(None))) else _shown(self.result),
             "error": self.error,
             "steps": self.trajectory,
             "todos": self.todos,
@@ -358,3 +358,14 @@ class Run:
     def __repr__(self) -> str:
         head = self.task.strip().splitlines()[0][:60] if self.task.strip() else ""
         return f"<Run {self.id} {self.status} steps={len(self.steps)} task={head!r}>"
+
+
+RESULT_CHARS = 100_000  # of a result that is data (a sub-agent's dict), as the record shows it
+
+
+def _shown(value: Any) -> str:
+    """A result that is not text, as its repr in the record: bounded, scrubbed of secrets."""
+    text = repr(value)
+    if len(text) > RESULT_CHARS:
+        text = text[:RESULT_CHARS] + f"... ({len(text) - RESULT_CHARS:,} more characters)"
+    return scrub(text)

@@ -16,10 +16,11 @@ there, so an agent cannot plant what the host later loads back.
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from ...errors import DeepAgentError
 from . import safe_fs
@@ -33,6 +34,40 @@ STOP_CHECK_LINES = 20_000  # grep asks should_stop() at least this often inside 
 HOST_STATE = ".deepagent"  # the host's records, checkpoints and memory: never written by the tools
 SKIPPED_DIRS = {".git", HOST_STATE, "__pycache__", ".ipynb_checkpoints", ".venv", "node_modules"}
 Stop = Callable[[], bool] | None
+
+
+LINE_CHARS = 2000  # of one line read_file shows
+BINARY_SIGNATURES = [(b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"), (b"GIF8", "a GIF image"),
+                     (b"%PDF", "a PDF document"), (b"PK\x03\x04", "a zip archive (or .xlsx, .docx)"),
+                     (b"PAR1", "a Parquet file"), (b"\x80", "a pickle"), (b"\x1f\x8b", "gzip data"),
+                     (b"SQLite format 3", "an SQLite database"), (b"\x93NUMPY", "a NumPy array")]
+
+
+def binary_kind(head: bytes) -> str | None:
+    """What the first bytes of a file say it is, when that is not text (None: text)."""
+    for signature, kind in BINARY_SIGNATURES:
+        if head.startswith(signature):
+            return kind
+    return "a binary file" if b"\x00" in head else None
+
+
+def _lines(handle: Any) -> Any:
+    """The file's lines, each at most `LINE_CHARS` (and a note of what more it holds), however long it is."""
+    while True:
+        line = handle.readline(LINE_CHARS + 1)
+        if not line:
+            return
+        if len(line) > LINE_CHARS and not line.endswith("\n"):
+            more = len(line) - LINE_CHARS
+            while True:
+                rest = handle.readline(1 << 20)
+                if not rest:
+                    break
+                more += len(rest) - rest.endswith("\n")
+                if rest.endswith("\n"):
+                    break
+            line = f"{line[:LINE_CHARS]} ... ({more:,} more characters in this line)"
+        yield line
 
 
 class WorkspaceError(DeepAgentError, ValueError):
@@ -159,12 +194,20 @@ class Workspace:
         return f"{name}@  -> {self.relative(target)}"
 
     def read_file(self, path: str, offset: int = 0, limit: int = 2000) -> str:
+        """Numbered lines of a text file; a binary file is an error that says how to read it, and a line
+        longer than `LINE_CHARS` is shown cut, with how much more it holds (it is never read whole)."""
         offset, limit = max(0, int(offset)), max(1, int(limit))
         _, fd = self._open(path)
         out = []
         total = 0
-        with open(fd, encoding="utf-8", errors="replace") as handle:
-            for number, line in enumerate(handle, start=1):
+        with open(fd, "rb") as raw:
+            kind = binary_kind(raw.read(8192))
+            if kind:
+                raise WorkspaceError(f"Error: {path!r} is {kind}, not text: read it with a library that "
+                                     f"understands it (pandas, PIL, ...) from {str(self.root / path)!r}")
+            raw.seek(0)
+            handle = io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
+            for number, line in enumerate(_lines(handle), start=1):
                 total = number
                 if offset < number and len(out) < limit:
                     out.append(f"{number:6d}\t{line.rstrip(chr(10))}")

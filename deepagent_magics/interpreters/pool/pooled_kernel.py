@@ -42,7 +42,7 @@ STARTUP_TIMEOUT = 60.0
 # The kernel-side modules, shipped as source (the kernel may not have this package): each becomes
 # `_deepagent_<name>` in the kernel's sys.modules (a folder's `/` becomes `_`), in this order; kernel_side comes
 # last and installs.
-SHIPPED = ("wire", "processes", "guards", "runtime_checks/actions", "runtime_checks/hook", "kernel_side")
+SHIPPED = ("wire", "processes", "guards", "output_limit", "runtime_checks/actions", "runtime_checks/hook", "kernel_side")
 _INSTALL = (
     "def _deepagent_install(sources):\n"
     "    import sys, types\n"

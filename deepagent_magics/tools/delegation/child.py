@@ -139,7 +139,7 @@ class Child:
         if self.timed_out:
             return Outcome(False, f"Error: {self.stop_message}; its files in the workspace are kept.")
         if run.status == "finished":
-            return Outcome(True, "" if run.result is None else str(run.result))
+            return Outcome(True, "" if run.result is None else str(run.result), run.result)
         if run.status == "interrupted":
             return Outcome(False, "Error: the sub-agent was interrupted.")
         if run.status in ("budget_exhausted", "stopped"):  # the tree's spend cap, the user's stop (core.loop.ending)

@@ -36,10 +36,14 @@ class SubAgent(DeepAgent):
         self.child = child
         if self.profile == REVIEWER_PROFILE:
             rlm = self.rlm
-            self.rlm = VerdictRLM(verdict_signature(rlm.signature.instructions), max_iters=rlm.max_iters,
-                                  max_llm_calls=rlm.max_llm_calls, max_output_chars=rlm.max_output_chars,
-                                  tools=self.builtin_tools() + self.extra_tools,
-                                  interpreter_factory=self.interpreter_factory())
+            self.rlm = self.make_rlm(verdict_signature(rlm.signature.instructions), VerdictRLM,
+                                     max_iters=rlm.max_iters, max_llm_calls=rlm.max_llm_calls,
+                                     max_output_chars=rlm.max_output_chars)
+
+    @property
+    def read_only(self) -> bool:
+        """A reviewer's tools only read: it is told of no other, and a writing call is refused (tools/tool_call)."""
+        return getattr(self, "profile", None) == REVIEWER_PROFILE
 
     def interpreter_factory(self, session=None, namespace=None, shell=None):
         tree, child = getattr(self, "tree", None), getattr(self, "child", None)
@@ -92,7 +96,7 @@ def child_agent(parent: Any, session: Session, tree: Tree, child: Child) -> SubA
         max_iters=(kind.max_iters if kind is not None and kind.max_iters else parent.subagent_max_iters),
         max_llm_calls=parent.max_llm_calls,
         timeout=parent.timeout,
-        tools=tuple(tool for tool in inherited if tool.__name__ not in mine) + own,
+        tools=() if name == REVIEWER_PROFILE else tuple(tool for tool in inherited if tool.__name__ not in mine) + own,
         sub_lm=parent.sub_lm,
         instructions=kind.instructions_at(depth, parent.max_depth) if kind is not None else None,
         extensions=parent.extensions,

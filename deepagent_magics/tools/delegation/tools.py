@@ -21,21 +21,40 @@ DEFAULT_CRITERIA = [
 
 
 @tool
-def delegate(task: str, context: str = "", profile: str | None = None, agent: str | None = None) -> str:
-    """Hand a focused, self-contained task to a sub-agent with a fresh context, in a kernel of its own, and return its result as a string. The sub-agent cannot see your variables: put what it needs in `context` (or in a workspace file; the workspace is shared). `agent` picks the kind of sub-agent by name (a sub-agent type listed in your instructions, or a profile); `profile` picks its prompt (default: yours). Returns a string starting with "Error:" when it could not run (unknown agent, depth or sub-agent budget reached) or failed."""
-    return run_subagents(_session.current(), [Spec(str(task), str(context or ""), profile, agent)])[0].text
+def delegate(task: str, context: str = "", agent: str | None = None, profile: str | None = None) -> Any:
+    """A sub-agent does a self-contained task in its own kernel; returns what it submits, as data.
+
+    The sub-agent cannot see your variables: put what it needs in ``context`` or in a workspace
+    file (the workspace is shared, and is its working directory). ``agent`` picks its type by name
+    (one listed in your instructions; default: like you); ``profile`` is the older name for the same.
+    A dict it submits arrives as a dict, a list as a list; a value JSON cannot carry arrives as
+    text that says so. A string starting with "Error:" means it could not run (unknown type, depth
+    or sub-agent budget reached) or failed."""
+    return run_subagents(_session.current(), [Spec(str(task), str(context or ""), profile, agent)])[0].result
 
 
 @tool
-def delegate_batched(tasks: list) -> list[str]:
-    """Run several independent sub-agents at once and return their results in the order given. Each task is a string, or a dict {"task": ..., "context": ..., "agent": ..., "profile": ...} (`agent`: a sub-agent type's name). At most `max_parallel` run at the same time; a failed one gives an "Error: ..." string in its place."""
+def delegate_batched(tasks: list) -> list:
+    """Several at once (each a str or {"task", "context", "agent"}), results in order.
+
+    At most ``max_parallel`` run at the same time; a failed one gives an "Error: ..." string in its
+    place. Each result arrives as data, as with ``delegate``."""
     specs = [_spec(item) for item in _task_list(tasks)]
-    return [outcome.text for outcome in run_subagents(_session.current(), specs)]
+    return [outcome.result for outcome in run_subagents(_session.current(), specs)]
+
+
+delegate.starts_subagents = delegate_batched.starts_subagents = True  # not offered where delegation is not allowed
+delegate.writes = delegate_batched.writes = True  # a sub-agent writes: refused to a read-only agent
 
 
 @tool
 def review(task: str, draft: str, criteria: list[str] | str | None = None) -> dict:
-    """Have an isolated reviewer sub-agent check `draft` (your answer to `task`) against `criteria` (a list of requirements; default: complete, correct against the workspace and context, no unsupported claims, clear). Returns {"status": "pass" | "low" | "fail", "issues": [...], "suggestions": [...]}: "pass" meets every criterion, "low" meets them with minor issues, "fail" misses at least one (or the review could not run). Fix the issues, then review again."""
+    """A reviewer checks your `draft` against `criteria` (a list): {"status": "pass"|"low"|"fail", "issues", "suggestions"}.
+
+    ``criteria`` is a list of requirements (default: complete, correct against the workspace and
+    context, no unsupported claims, clear). "pass" meets every criterion, "low" meets them with
+    minor issues, "fail" misses at least one (or the review could not run). Fix the issues, then
+    review again."""
     items = _criteria(criteria)
     context = "## Draft\n\n" + str(draft) + "\n\n## Criteria\n\n" + "\n".join(f"{n}. {c}" for n, c in enumerate(items, 1))
     spec = Spec(f"Review a draft answer to this task: {task}", context, REVIEWER_PROFILE)
@@ -46,16 +65,19 @@ def review(task: str, draft: str, criteria: list[str] | str | None = None) -> di
     return parse_verdict(outcome.text)
 
 
+review.starts_subagents = review.writes = True
+
+
 def delegation_tools() -> list:
     return [delegate, delegate_batched, review]
 
 
 def offer_subagent_types(agent: Any, root: Any) -> str:
-    """For the prompt of an agent that may delegate and knows user-defined types: every type it may pick."""
-    types = getattr(agent, "subagents", None)
-    if not types or agent.depth >= agent.max_depth:
+    """For the prompt of an agent that may delegate: where sub-agents work, and every type it may pick."""
+    if agent.depth >= agent.max_depth or getattr(agent, "read_only", False) \
+            or not any(tool in agent.builtin_tools() for tool in (delegate, review)):
         return ""
-    return describe_types(types)
+    return describe_types(getattr(agent, "subagents", None) or {}, own=getattr(agent, "profile", None))
 
 
 def _task_list(tasks: Any) -> list:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from ...core.run.run import Run
 from ...core.run.session import Session
@@ -53,8 +54,16 @@ class Spec:
 
 @dataclass
 class Outcome:
+    """How one sub-agent ended: ``text`` is its result as text (or the ``Error:``), ``value`` what it submitted."""
+
     ok: bool
     text: str
+    value: Any = None
+
+    @property
+    def result(self) -> Any:
+        """What the parent's tool returns: the submitted value as data, else the ``Error:`` text."""
+        return self.value if self.ok else self.text
 
 
 

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import dspy
 
 from ...core.loop.agent import INPUT_FIELDS
+from ...core.loop.rlm_seam import AgentRLM
 
 REVIEWER_PROFILE = "reviewer"
 VERDICTS = ("pass", "low", "fail")
@@ -36,7 +37,7 @@ def verdict_signature(instructions: str) -> type[dspy.Signature]:
     return dspy.Signature(fields, instructions)
 
 
-class VerdictRLM(dspy.RLM):
+class VerdictRLM(AgentRLM):
     """An RLM over `verdict_signature` whose prediction's ``result`` is the verdict as JSON (the run's result)."""
 
     def forward(self, **kwargs: Any) -> dspy.Prediction:

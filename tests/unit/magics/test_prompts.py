@@ -12,7 +12,7 @@ from deepagent_magics.tuning import programs
 from deepagent_magics.core.loop.profiles import available_profiles
 from deepagent_magics.testing import ScriptedLM
 
-PACKAGED = "You are a deep agent working inside a live Jupyter notebook."
+PACKAGED = "You are a deep agent: you solve the task in Python, one step at a time"
 EDITED = "You are a pirate analyst. MARKER-PIRATE: answer like a pirate."
 
 
@@ -41,7 +41,7 @@ def test_editing_the_prompt_changes_what_the_lm_receives_and_reset_restores_it(i
     ip.run_cell_magic("deepagent_prompt", "", EDITED)
     edited, system = run_agent(ip, lm)
     assert "MARKER-PIRATE" in system and PACKAGED not in system
-    assert "You are tasked with producing the following outputs" in system  # RLM's template stays
+    assert "## Your REPL" in system and "## Tools" in system  # the REPL's rules and the tools stay
     assert edited.prompt_hash != first.prompt_hash
 
     ip.run_line_magic("deepagent_prompt", "--reset")
@@ -55,8 +55,9 @@ def test_the_prompt_is_shown_as_the_lm_sees_it_with_the_tools_even_without_an_lm
     out = capsys.readouterr().out
     assert "Profile 'default': packaged" in out
     assert PACKAGED in out
-    assert "You are tasked with producing the following outputs" in out  # dspy.RLM's template
-    assert "`write_file(path: string, content: string)`" in out  # the tool docs RLM adds
+    assert "Added for the model: the REPL's rules and the tools offered" in out
+    assert "- `write_file(path, content)`: " in out  # each tool once, as a caller writes it
+    assert "You are tasked with producing" not in out and "Additional tools available" not in out  # not RLM's
     for tool in ("write_todos", "grep", "llm_query_batched", "SUBMIT"):
         assert tool in out.split("\n")[1]
 
@@ -163,7 +164,9 @@ def test_the_researcher_and_coder_profiles_reach_the_lm_with_their_depth_section
     sections = {depth: DeepAgent(profile=profile, depth=depth).instructions for depth in (0, 1, 2)}
     assert "## You are a sub-agent\n" in sections[1] + "\n" and "at the deepest level" in sections[2]
     for text in sections.values():
-        assert "## Workflow" in text and "## Tools" in text and "<!--" not in text
+        assert "## Workflow" in text and "<!--" not in text
+    for depth in (0, 1, 2):  # the tools are the composed prompt's, once, for every depth
+        assert DeepAgent(profile=profile, depth=depth).prompt_instructions.count("## Tools") == 1
 
 
 @pytest.mark.parametrize("profile", available_profiles())
@@ -177,3 +180,15 @@ def test_every_profile_can_be_shown_edited_and_reset(ip, capsys, profile):
         assert DeepAgent(profile=profile, depth=depth).instructions == f"MARKER-{profile}: be brief."
     ip.run_line_magic("deepagent_prompt", f"--profile {profile} --reset")
     assert "MARKER" not in DeepAgent(profile=profile).instructions
+
+
+def test_last_shows_the_last_request_as_the_model_read_it(ip, capsys):
+    lm = ip.user_ns["lm"] = ScriptedLM([("Look.", "print(1)"), ("Done.", "SUBMIT(result='ok')")])
+    ip.user_ns["sales"] = [1, 2]
+    run_agent(ip, lm)
+    ip.run_line_magic("deepagent_prompt", "--last")
+    out = capsys.readouterr().out
+    sent = lm.requests[-1]
+    assert sent["system"] in out and sent["user"] in out  # exactly what was sent, both messages
+    assert f"{len(sent['system']) + len(sent['user']):,} characters" in out
+    assert "=== Step 1 ===" in out and "Say ok." in out and "- sales: list, 2 items" in out

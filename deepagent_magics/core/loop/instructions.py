@@ -1,0 +1,129 @@
+"""The action instructions the model reads, written once: the profile's text, the REPL's rules, the tools.
+
+`compose` builds them for one agent: its profile's (or sub-agent type's) text, the rules of the
+REPL it runs in (the interpreter factory's ``execution_instructions``: the live notebook for the
+root, a kernel of its own for a sub-agent), then every tool it is offered, each on one line: its
+call signature and the first paragraph of its docstring (the rest is what ``help(name)`` shows).
+A tool that goes with another (``read_todos`` with ``write_todos``) shares its line; tools that
+start sub-agents are left out where delegation is not allowed; ``SUBMIT`` closes the list with
+the run's output fields. Nothing is said about a tool the agent is not offered.
+
+`rlm_seam` puts the result in place of dspy.RLM's own template; what a run adds (the workspace,
+the sub-agent types, the skills) comes after it, per run.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Iterable
+
+TOOLS_HEAD = "## Tools\nA bad call returns \"Error: ...\" saying what to fix; `help(name)` shows a tool in full."
+LLM_TOOLS = {
+    "llm_query": "llm_query(prompt)",
+    "llm_query_batched": "llm_query_batched(prompts)",
+}
+LLM_DOCS = {
+    "llm_query": "Ask a sub-model; returns its text",
+    "llm_query_batched": "many at once, in order",
+}
+COMPANIONS = {  # a tool shown on the line of the tool it goes with
+    "read_todos": "write_todos", "glob": "ls", "llm_query_batched": "llm_query", "delegate_batched": "delegate",
+    "recall": "remember", "read_skill": "list_skills",
+}
+NEEDS = {"read_todos": "write_todos"}  # of no use without the other: not offered alone
+FIRST = ["write_todos", "ls", "read_file", "write_file", "edit_file", "grep", "llm_query",
+         "delegate", "review"]
+LAST = ["remember", "history", "list_skills"]  # used rarely: after the others, one short line each
+RARE = {"remember", "recall", "history", "list_skills", "read_skill"}  # their optional parameters: help(name)
+DOC_CHARS = 300  # of a tool's first paragraph (the user's and MCP tools' docstrings can be long)
+
+
+def compose(profile_text: str, tools: Iterable[tuple[str, Callable[..., Any]]], repl_rules: str,
+            outputs: dict[str, str], *, can_delegate: bool = True, read_only: bool = False) -> str:
+    """The whole action instructions (see the module docstring).
+
+    ``tools``: (name, callable) in the order offered; ``outputs``: {field name: what it is}."""
+    parts = [profile_text.strip()]
+    if repl_rules.strip():
+        parts.append("## Your REPL\n" + repl_rules.strip())
+    parts.append(TOOLS_HEAD + "\n" + "\n".join(tool_lines(tools, outputs, can_delegate=can_delegate,
+                                                          read_only=read_only)))
+    return "\n\n".join(parts)
+
+
+def tool_lines(tools: Iterable[tuple[str, Callable[..., Any]]], outputs: dict[str, str], *,
+               can_delegate: bool = True, read_only: bool = False) -> list[str]:
+    """One line per offered tool (companions share a line), then ``SUBMIT``. Without delegation, the tools
+    that start sub-agents are not offered; to a read-only agent (the reviewer), the tools that write."""
+    docs: dict[str, tuple[str, str]] = {name: (call, LLM_DOCS[name]) for name, call in LLM_TOOLS.items()}
+    for name, func in tools:
+        if (not can_delegate and getattr(func, "starts_subagents", False)) or (read_only and getattr(func, "writes", False)):
+            continue
+        docs[name] = (signature(name, func, required_only=name in RARE), first_paragraph(func))
+    for name, other in NEEDS.items():
+        if name in docs and other not in docs:
+            del docs[name]
+    order = [name for name in FIRST if name in docs]
+    order += [name for name in docs if name not in FIRST and name not in LAST and name not in COMPANIONS]
+    order += [name for name in LAST if name in docs]
+    order += [name for name in COMPANIONS if name in docs and COMPANIONS[name] not in docs]  # alone
+    lines = []
+    for name in order:
+        call, doc = docs[name]
+        line = f"- `{call}`: {doc}"
+        for companion, partner in COMPANIONS.items():
+            if partner == name and companion in docs:
+                other_call, other_doc = docs[companion]
+                line = f"{line.rstrip('.')}; `{other_call}`: {other_doc}"
+        lines.append(line)
+    lines.append(submit_line(outputs))
+    return lines
+
+
+def submit_line(outputs: dict[str, str]) -> str:
+    names = list(outputs) or ["result"]
+    call = ", ".join(f"{name}=..." for name in names)
+    fields = "; ".join(f"`{name}`: {desc}" for name, desc in outputs.items())
+    return f"- `SUBMIT({call})`: finish" + (f"; {fields}" if fields else "")
+
+
+def signature(name: str, func: Callable[..., Any], required_only: bool = False) -> str:
+    """``name(a, b=1)``: the parameters as a caller writes them, without annotations (``name(a, ...)``:
+    the optional ones left to ``help``)."""
+    try:
+        parameters = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return f"{name}(...)"
+    shown = []
+    for parameter in parameters:
+        if parameter.kind is parameter.VAR_POSITIONAL:
+            shown.append(f"*{parameter.name}")
+        elif parameter.kind is parameter.VAR_KEYWORD:
+            shown.append(f"**{parameter.name}")
+        elif parameter.default is parameter.empty:
+            shown.append(parameter.name)
+        elif required_only:
+            if "..." not in shown:
+                shown.append("...")
+        else:
+            default = repr(parameter.default)
+            shown.append(f"{parameter.name}={default if len(default) <= 20 else '...'}")
+    return f"{name}({', '.join(shown)})"
+
+
+def first_paragraph(func: Callable[..., Any]) -> str:
+    """The docstring's first paragraph on one line (bounded): what the prompt says of a tool."""
+    doc = inspect.getdoc(func) or ""
+    text = " ".join(doc.strip().split("\n\n")[0].split())
+    if not text:
+        return "(no description)"
+    return text if len(text) <= DOC_CHARS else text[: DOC_CHARS - 1] + "…"
+
+
+def workspace_line(root: Any) -> str:
+    """Where the root's files are: the workspace, and the kernel's own directory when that differs."""
+    from pathlib import Path
+
+    where, here = Path(root).resolve(), Path.cwd().resolve()
+    text = f"The workspace is {where}: the file tools' paths are relative to it"
+    return text + (f"; your kernel's working directory is {here}." if here != where else ", and it is your working directory.")
