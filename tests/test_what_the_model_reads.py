@@ -145,3 +145,15 @@ def test_the_scripted_model_finds_the_task_by_the_views_own_section_heads():
     from deepagent_magics import testing
 
     assert testing.SECTION_HEADS == (inputs_view.TASK_HEAD, inputs_view.CONTEXT_HEAD, inputs_view.VARIABLES_HEAD)
+
+
+@pytest.mark.parametrize("profile", ["default", "coder", "researcher"])
+def test_no_heading_of_any_role_stands_empty(tmp_path, profile):
+    """A heading with nothing under it ("## You are the root agent", then the next heading) is text the model
+    reads for nothing: every heading of every role's prompt has a body."""
+    texts = [first_request(tmp_path, profile=profile)["system"]]
+    texts += [DeepAgent(profile=profile, depth=depth).instructions for depth in (1, 2)]
+    for text in texts:
+        blocks = re.split(r"\n(?=## )", text)
+        empty = [block.strip() for block in blocks if block.startswith("## ") and "\n" not in block.strip()]
+        assert empty == [], empty
