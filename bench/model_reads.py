@@ -226,8 +226,11 @@ def _measure(system: str, user: str) -> dict[str, Any]:
 
 
 def tokenizer() -> Any:
-    """tiktoken's o200k_base when it can be had (it downloads its files the first time), else None."""
+    """tiktoken's o200k_base (GPT-4o's), else None. LiteLLM, which DSPy brings, ships tiktoken's files and
+    points tiktoken at them when this module of its is imported: no download."""
     try:
+        import deepagent_magics  # noqa: F401 - first: LiteLLM then reads its bundled price list, no fetch
+        import litellm.litellm_core_utils.default_encoding  # noqa: F401 - sets TIKTOKEN_CACHE_DIR
         import tiktoken
 
         return tiktoken.get_encoding("o200k_base")
