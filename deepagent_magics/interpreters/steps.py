@@ -7,6 +7,7 @@ the `Run` is exactly what the model reads next.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from dspy.primitives.code_interpreter import CodeInterpreterError, FinalOutput
@@ -16,6 +17,7 @@ from ..core.policy import approval
 from ..core.run.run import Run
 
 OUTPUT_LIMIT = 20_000
+_STEP_NAME = re.compile(r"<agent step \d+>")  # a traceback's file name: the same error, another step
 
 
 def describe_execution(result: Any, limit: int = OUTPUT_LIMIT) -> str:
@@ -29,6 +31,23 @@ def describe_execution(result: Any, limit: int = OUTPUT_LIMIT) -> str:
     else:
         text = str(result)
     return text if len(text) <= limit else text[:limit] + f"... ({len(text) - limit} more chars)"
+
+
+def repeat_note(run: Run | None, code: str, output: str) -> str | None:
+    """A line for the model when a step ran the same code as the step before it and printed the same.
+
+    A small model at temperature 0 that does not call SUBMIT writes the same step again, with the same
+    input each time, until its steps run out (the bundled 1.5B model did, 20 times). The note makes
+    the next request differ and says what to do."""
+    steps = run.steps if run is not None else []
+    if len(steps) < 2 or steps[-1].finished:
+        return None
+    before = steps[-2]
+    earlier = _STEP_NAME.sub("<agent step>", (before.output or "").split("\n[Note] Same code")[0])
+    if before.code.strip() != code.strip() or earlier != _STEP_NAME.sub("<agent step>", output):
+        return None
+    return (f"[Note] Same code and output as step {before.index}. If this output answers the task, call "
+            "SUBMIT(...) now, in a step of its own; if not, change the approach.")
 
 
 class StepInterpreter:
@@ -51,12 +70,23 @@ class StepInterpreter:
             result = self._execute(code, variables)
         except (CodeInterpreterError, SyntaxError) as exc:
             kind = "SyntaxError: " if isinstance(exc, SyntaxError) else ""
-            self._end_step(f"[Error] {kind}{exc}")
+            output = f"[Error] {kind}{exc}"
+            note = repeat_note(self.run, code, output)
+            self._end_step(f"{output}\n{note}" if note else output)
+            if note and isinstance(exc, SyntaxError):
+                exc.msg = f"{exc.msg}\n{note}"
+            elif note:
+                exc.args = (f"{exc}\n{note}",)  # the same exception, as RLM expects it; the model reads this
             raise
         except BaseException:
             self._end_step("(interrupted)")
             raise
-        self._end_step(describe_execution(result))
+        output = describe_execution(result)
+        note = repeat_note(self.run, code, output) if not isinstance(result, FinalOutput) else None
+        if note and isinstance(result, str | None):
+            result = f"{result}\n{note}" if result else note
+            output = describe_execution(result)
+        self._end_step(output)
         return result
 
     def __call__(self, code: str, variables: dict[str, Any] | None = None) -> Any:
