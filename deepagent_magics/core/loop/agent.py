@@ -21,7 +21,7 @@ from ..policy import approval
 from . import extensions as _extensions
 from ..model import step_streaming as streaming
 from ..run import conversations as threads
-from .ending import end_early
+from .ending import Stalled, end_early
 from ..model.failures import made_up, reason
 from ..model.lm import lm_label, resolve_lm
 from . import inputs_view, instructions as action_instructions
@@ -294,7 +294,7 @@ class DeepAgent(dspy.Module):
                         notebook_variables=summary,
                         interpreter_factory=self._factory(session, namespace, shell, root),
                     )
-                except (CapReached, StopRun) as exc:  # a cap reached; the user's stop button or `q` (core.loop.ending)
+                except (CapReached, StopRun, Stalled) as exc:  # a cap; the stop button or `q`; a stall (core.loop.ending)
                     session.cancelled.set()  # first: tools the agent left running in its threads stop early
                     return end_early(self.rlm, session, exc, OUTPUT_FIELD)
         except Exception as exc:

@@ -1,4 +1,4 @@
-"""How a run ends before the agent answers: a spend cap reached, or the user's stop.
+"""How a run ends before the agent answers: a spend cap reached, the user's stop, or a stalled agent.
 
 `observer.StepPredict` remembers, at each step, what it showed the LM (`remember`); when the next
 step may not start (`spend.CapReached`), or the user stops the run (`stopping.StopRun`: the stop
@@ -11,7 +11,12 @@ button at a step boundary, ``q`` at an approval question), `DeepAgent` ends the 
   nothing to answer from or the call failed (its error one line: the cap's reason, then why the final
   answer failed); why the cap stopped it is on ``run.config["spend"]``;
 - a spend cap, for a sub-agent: ``budget_exhausted`` at once (the tree's final call is the root's);
-  its parent reads that as the sub-agent's error.
+  its parent reads that as the sub-agent's error;
+- a stalled agent (`Stalled`: its last `STALL_STEPS` steps ran the same code and printed the same, the
+  repeat note of `interpreters/steps.py` read and ignored; a small model at temperature 0 would write it
+  until its steps run out): RLM's ``extract`` over the history so far, as when the steps run out, now
+  instead of after every remaining step. ``finished`` with that answer, else ``failed``; why is on
+  ``run.config["stalled"]``.
 
 Trajectory, variables and files are kept either way: the interpreter's own shutdown ran as the
 exception left the loop.
@@ -19,12 +24,33 @@ exception left the loop.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..model.failures import reason as failure_reason
 from ..policy.spend import CapReached, budget_of
 from ..run.stopping import StopRun
 from ..run.event_kinds import SPEND_CAP
+from ...errors import DeepAgentError
+
+STALL_STEPS = 3  # the same step this many times in a row: the agent is not going to change it
+_STEP_NAME = re.compile(r"<agent step \d+>")
+_NOTE = "\n[Note] Same code"  # interpreters/steps.py's repeat note
+
+
+class Stalled(DeepAgentError):
+    """The agent wrote the same step `STALL_STEPS` times in a row; the run ends from what it has."""
+
+
+def check_stall(session: Any) -> None:
+    """Before the next step is asked for: `Stalled` when the last `STALL_STEPS` steps were one step."""
+    steps = session.run.steps[-STALL_STEPS:]
+    if len(steps) < STALL_STEPS or not all(step.finished for step in steps):
+        return
+    seen = {(step.code.strip(), _STEP_NAME.sub("<agent step>", (step.output or "").split(_NOTE)[0])) for step in steps}
+    if len(seen) == 1:
+        raise Stalled(f"the agent ran the same code with the same output {STALL_STEPS} times in a row "
+                      f"(steps {steps[0].index}-{steps[-1].index}); its answer was taken from what it had")
 
 
 
@@ -40,6 +66,8 @@ def end_early(rlm: Any, session: Any, exc: BaseException, output_field: str) -> 
     if isinstance(exc, StopRun):
         run.finish("stopped", error=str(exc))
         return run
+    if isinstance(exc, Stalled):
+        return _end_stalled(rlm, session, exc, output_field)
     assert isinstance(exc, CapReached)
     reason = str(exc)
     budget = budget_of(run)
@@ -64,5 +92,22 @@ def end_early(rlm: Any, session: Any, exc: BaseException, output_field: str) -> 
         return run
     run.prediction = prediction
     run.config["spend"] = {**run.config.get("spend", {}), "final_answer": "extract"}
+    run.finish("finished", result=answer)
+    return run
+
+
+def _end_stalled(rlm: Any, session: Any, exc: Stalled, output_field: str) -> Any:
+    run, inputs = session.run, session.last_inputs
+    run.config["stalled"] = str(exc)
+    try:
+        prediction = rlm.extract(variables_info=inputs["variables_info"] or [], repl_history=inputs["repl_history"])
+        answer = getattr(prediction, output_field, None)
+    except Exception as failure:  # noqa: BLE001 - the provider failed the final call: the run still ends, kept
+        run.finish("failed", error=f"Stalled: {exc}; the final answer failed: {failure_reason(failure)}")
+        return run
+    if answer is None or not str(answer).strip():
+        run.finish("failed", error=f"Stalled: {exc}; no answer could be taken from it")
+        return run
+    run.prediction = prediction
     run.finish("finished", result=answer)
     return run

@@ -4,7 +4,7 @@ RLM calls its action predictor once per iteration; `observe_steps` makes that pr
 `StepPredict`, whose call goes through `STEP_PIPELINE`, outermost layer first. Each layer says why
 it sits where it does. The sync and async paths run the same list (`compose`); a layer whose
 ``applies`` is false for this step is not built at all, so a run pays only for what it uses (no
-caps: no admission; no streaming wanted: no stream wrapper; no notes: no history rewrite).
+caps: no admission; fewer steps than a stall takes: no stall check; no streaming wanted: no stream wrapper; no notes: no history rewrite).
 
 When the pipeline returns, the step opens on the run (``step_started``) and RLM runs its code.
 `tests/test_dspy_contract.py` fails loudly if RLM stops calling ``generate_action`` once per step.
@@ -125,6 +125,11 @@ STEP_PIPELINE: tuple[Layer, ...] = (
     Layer("stop check",
           "before anything is spent: the user's stop button ends the run at this step boundary",
           _steered, _before(lambda step: steering.check_stop(step.session))),
+    Layer("stall check",
+          "before anything is spent, after the stop: an agent whose last steps were one step repeated ends now, "
+          "its answer taken from what it has (`ending.Stalled`), not after every step it has left",
+          lambda step: step.session is not None and len(step.session.run.steps) >= ending.STALL_STEPS,
+          _before(lambda step: ending.check_stall(step.session))),
     Layer("spend admission",
           "the tree's caps reserve this step's call once; the retries below re-check the caps themselves",
           _capped, _within(_spend_admission)),

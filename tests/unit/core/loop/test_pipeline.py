@@ -16,7 +16,7 @@ from deepagent_magics.core.run.run import Run
 from deepagent_magics.core.run.session import Session
 from deepagent_magics.core.workspace.workspace import Workspace
 
-ORDER = ["remember inputs", "stop check", "spend admission", "attempts", "compaction", "user notes",
+ORDER = ["remember inputs", "stop check", "stall check", "spend admission", "attempts", "compaction", "user notes",
          "kept for --last", "cache marks", "streaming"]
 
 
