@@ -150,6 +150,8 @@ def status_line(run: Run, writing: float | None = None) -> str:
         parts.append(f'<span class="dag-spend">caps: {esc(budget.describe())}</span>')
     if run.error and run.status != "finished":
         parts.append(f'<span class="dag-error">{esc(head_line(run.error, 160))}</span>')
+    if run.status == "finished" and run.config.get("stalled"):  # core.loop.ending: the answer was extracted
+        parts.append(f'<span class="dag-error">stalled: {esc(head_line(run.config["stalled"], 160))}</span>')
     reason = not_sandboxed(run)
     if reason is not None:
         parts.append(f'<span class="dag-error" title="{esc(reason)}">not sandboxed</span>')

@@ -118,6 +118,8 @@ def summary(run: Run) -> str:
     if budget is not None and budget.capped:
         parts.append(f"caps: {budget.describe()}")
     head = f"{run.status}" + (f" ({run.error})" if run.error and run.status != "finished" else "")
+    if run.status == "finished" and run.config.get("stalled"):  # core.loop.ending: the answer was extracted
+        head += f" (stalled: {run.config['stalled']})"
     return f"{head}: " + ", ".join(parts)
 
 

@@ -79,3 +79,13 @@ def test_two_identical_steps_then_a_different_one_do_not_stall(tmp_path):
     run, lm = run_script(tmp_path, [SAME, SAME, ("Check.", "print(17 * 23 == 391)"), SAME,
                                     ("Done.", "SUBMIT(result=391)")])
     assert run.status == "finished" and len(run.steps) == 5 and "stalled" not in run.config
+
+
+def test_the_summary_and_the_dashboards_status_say_the_run_stalled(tmp_path):
+    from deepagent_magics.display.markup import status_line
+    from deepagent_magics.display.text import summary
+
+    lm = ScriptedLM([SAME] * 10, replies="391")
+    run = DeepAgent(lm=lm, workspace=tmp_path, max_depth=0, max_iters=10).run("Compute 17 * 23.", {})
+    assert summary(run).startswith("finished (stalled: the agent ran the same code")
+    assert "stalled: the agent ran the same code" in status_line(run)
