@@ -11,6 +11,10 @@ and few steps; the session shares one server (`conftest.local_model`).
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pandas as pd
 import psutil
@@ -48,12 +52,29 @@ def recorded_in_full(run, workspace) -> dict:
     return record
 
 
-def test_a_root_task_on_a_dataframe(local_model, tmp_path):
+@pytest.fixture
+def workspace(request):
+    """The same folder for a test on every machine, and the working directory: both are in the prompt, and at
+    temperature 0 the model's reply is then the same wherever the suite runs (a pytest temp path would make
+    every request new; what the model writes changes with it)."""
+    folder = Path(tempfile.gettempdir()) / "deepagent-realmodel" / request.node.name
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield folder
+    finally:
+        os.chdir(before)  # first: what tears down after this reads the working directory
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_root_task_on_a_dataframe(local_model, workspace):
     units = pd.DataFrame({"region": ["North", "South", "East", "West"], "units": [3, 5, 7, 9]})
     kept = units.copy()
     owner = {"name": "Ada"}
     namespace = {"units": units, "owner": owner}
-    agent = DeepAgent(lm="local", workspace=tmp_path, max_iters=3, max_depth=0)
+    agent = DeepAgent(lm="local", workspace=workspace, max_iters=3, max_depth=0)
     # Said plainly in the task: told only by the prompt that listed variables are defined, this 1.5B model
     # loads `units` from a made-up 'units.csv' instead (a capable model does not; docs/local-model.md).
     run = agent.run("The DataFrame `units` is already in the notebook. Print the sum of its `units` column "
@@ -62,7 +83,7 @@ def test_a_root_task_on_a_dataframe(local_model, tmp_path):
     ended_as_promised(run)
     assert namespace["units"] is units and units.equals(kept)
     assert namespace["owner"] is owner and owner == {"name": "Ada"}
-    recorded_in_full(run, tmp_path)
+    recorded_in_full(run, workspace)
     assert run.status == "finished" and "24" in str(run.result), (run.status, run.result, run.error)
 
 
@@ -74,8 +95,8 @@ def gone(pid: int) -> bool:
 
 
 @pytest.fixture
-def shell(ip, local_model):
-    ip.run_line_magic("deepagent_config", "--lm local --pool-size 1")
+def shell(ip, local_model, workspace):
+    ip.run_line_magic("deepagent_config", f"--lm local --pool-size 1 --workspace {workspace}")
     yield ip
     stop_default_pool()
 
