@@ -38,6 +38,20 @@ def test_the_traceback_keeps_the_agents_frames_and_only_the_last_library_frame()
     assert "json/__init__.py" not in text  # the library frames in between are left out
 
 
+def test_a_library_frame_is_named_by_its_import_path_not_where_python_is_installed():
+    """The same error reads the same on every machine (and costs fewer characters): ``pandas/io/common.py``,
+    ``json/decoder.py``, not the virtualenv's or the interpreter's folder."""
+    interpreter = ShellInterpreter({})
+    with pytest.raises(CodeExecutionError) as caught:
+        interpreter.execute("import json\njson.loads('{bad')")
+    with pytest.raises(CodeExecutionError) as missing:
+        interpreter.execute("import pandas as pd\npd.read_csv('no-such-file.csv')")
+    library = [line.split('"')[1] for text in (str(caught.value), str(missing.value))
+               for line in text.splitlines() if line.startswith('  File "') and "<agent step" not in line]
+    assert library and all(not name.startswith("/") for name in library), library
+    assert library[0] == "json/decoder.py" and library[1].startswith("pandas/"), library
+
+
 def test_a_step_printing_a_gigabyte_is_kept_as_its_head_and_tail():
     interpreter = ShellInterpreter({})
     output = interpreter.execute("for n in range(200_000):\n    print(f'{n:09d}' + 'x' * 4990)")
