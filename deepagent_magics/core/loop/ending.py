@@ -15,8 +15,8 @@ button at a step boundary, ``q`` at an approval question), `DeepAgent` ends the 
 - a stalled agent (`Stalled`: its last `STALL_STEPS` steps ran the same code and printed the same, the
   repeat note of `interpreters/steps.py` read and ignored; a small model at temperature 0 would write it
   until its steps run out): RLM's ``extract`` over the history so far, as when the steps run out, now
-  instead of after every remaining step. ``finished`` with that answer, else ``failed``; why is on
-  ``run.config["stalled"]``.
+  instead of after every remaining step. ``finished`` with that answer; ``failed`` when no step printed
+  anything but errors (the answer would be made up) or none came; why is on ``run.config["stalled"]``.
 
 Trajectory, variables and files are kept either way: the interpreter's own shutdown ran as the
 exception left the loop.
@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..model.failures import reason as failure_reason
+from ..model.failures import produced_output, reason as failure_reason
 from ..policy.spend import CapReached, budget_of
 from ..run.stopping import StopRun
 from ..run.event_kinds import SPEND_CAP
@@ -99,6 +99,9 @@ def end_early(rlm: Any, session: Any, exc: BaseException, output_field: str) -> 
 def _end_stalled(rlm: Any, session: Any, exc: Stalled, output_field: str) -> Any:
     run, inputs = session.run, session.last_inputs
     run.config["stalled"] = str(exc)
+    if not any(produced_output(step) for step in run.steps):  # only errors: an extracted answer would be made up
+        run.finish("failed", error=f"Stalled: {exc}; no step produced any output, so there is no answer to take")
+        return run
     try:
         prediction = rlm.extract(variables_info=inputs["variables_info"] or [], repl_history=inputs["repl_history"])
         answer = getattr(prediction, output_field, None)

@@ -52,13 +52,14 @@ def made_up(prediction: Any) -> str | None:
     if getattr(prediction, "final_reasoning", None) != EXTRACTED:
         return None
     steps = getattr(prediction, "trajectory", None) or []
-    useful = [step for step in steps if _produced(step)]
+    useful = [step for step in steps if produced_output(step)]
     if useful:
         return None
     return (f"MaxItersExhausted: the agent used all {len(steps)} steps without SUBMIT and no step produced any "
             f"output; its extracted answer would be made up (raise max_iters, or check the model's replies)")
 
 
-def _produced(step: Any) -> bool:
+def produced_output(step: Any) -> bool:
+    """Whether a step (a trajectory entry or a `Step`) printed something other than an error."""
     output = str((step.get("output") if isinstance(step, dict) else getattr(step, "output", "")) or "").strip()
     return bool(output) and not output.startswith(NOTHING)

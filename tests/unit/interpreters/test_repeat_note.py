@@ -89,3 +89,11 @@ def test_the_summary_and_the_dashboards_status_say_the_run_stalled(tmp_path):
     run = DeepAgent(lm=lm, workspace=tmp_path, max_depth=0, max_iters=10).run("Compute 17 * 23.", {})
     assert summary(run).startswith("finished (stalled: the agent ran the same code")
     assert "stalled: the agent ran the same code" in status_line(run)
+
+
+def test_a_stall_of_nothing_but_errors_fails_without_asking_for_a_made_up_answer(tmp_path):
+    failing = ("Load it.", "wine = open('wine.csv').read()")
+    lm = ScriptedLM([failing] * 10, replies="356")
+    run = DeepAgent(lm=lm, workspace=tmp_path, max_depth=0, max_iters=10).run("How many wines?", {})
+    assert run.status == "failed" and run.result is None and "no step produced any output" in run.error
+    assert len(run.steps) == 3 and len(lm.requests) == 3  # no extract call
