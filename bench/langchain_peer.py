@@ -53,10 +53,12 @@ def _fake_model_class():
 
         calls: list[dict[str, Any]] = []
         tool_schema_chars: int = 0
+        tool_schema_text: str = ""  # the schemas as the provider would get them (what a tokenizer counts)
 
         def bind_tools(self, tools, **kwargs):
             schemas = [convert_to_openai_tool(tool) for tool in tools]
-            self.tool_schema_chars = len(json.dumps(schemas))
+            self.tool_schema_text = json.dumps(schemas)
+            self.tool_schema_chars = len(self.tool_schema_text)
             return self
 
         def _generate(self, messages, stop=None, run_manager=None, **kwargs):

@@ -186,8 +186,9 @@ def _deepagents() -> list[dict[str, Any]] | None:
                         + sum(len(c["name"]) + len(json.dumps(c["args"])) for c in getattr(m, "tool_calls", None) or [])
                         for m in messages if not isinstance(m, SystemMessage))
             text = "\n".join(str(m.content) for m in messages)
+            calls = [json.dumps(c["args"]) for m in messages for c in getattr(m, "tool_calls", None) or []]
             requests.append({"chars": system + self.tool_schema_chars + other, "fixed": system + self.tool_schema_chars,
-                             "text": text + " " * self.tool_schema_chars})
+                             "text": "\n".join([text, *calls, self.tool_schema_text])})
             return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
 
     model = Recording(messages=iter(messages), calls=[])
