@@ -50,7 +50,7 @@ def check_stall(session: Any) -> None:
     seen = {(step.code.strip(), _STEP_NAME.sub("<agent step>", (step.output or "").split(_NOTE)[0])) for step in steps}
     if len(seen) == 1:
         raise Stalled(f"the agent ran the same code with the same output {STALL_STEPS} times in a row "
-                      f"(steps {steps[0].index}-{steps[-1].index}); its answer was taken from what it had")
+                      f"(steps {steps[0].index}-{steps[-1].index})")
 
 
 
@@ -112,5 +112,6 @@ def _end_stalled(rlm: Any, session: Any, exc: Stalled, output_field: str) -> Any
         run.finish("failed", error=f"Stalled: {exc}; no answer could be taken from it")
         return run
     run.prediction = prediction
+    run.config["stalled"] += "; the answer was taken from its output"
     run.finish("finished", result=answer)
     return run
