@@ -97,7 +97,7 @@ def test_a_time_cap_ends_the_run_and_time_waiting_for_the_user_does_not_count(tm
     # the same steps, but the run spent its sleeps waiting for the user's approval (the approval
     # code's counter): not time spent, so all four steps run
     waiting = [("Wait.", "import time\nthe_run.waited_seconds = getattr(the_run, 'waited_seconds', 0) + 0.6\n"
-                         "time.sleep(0.6)\nprint('waited')")] * 4
+                         f"time.sleep(0.6)\nprint('waited', {n})") for n in range(4)]  # not one step 4 times: a stall
     namespace: dict = {}
     run = agent(ScriptedLM(waiting, replies=""), tmp_path, max_time=0.5).run(
         "slow", namespace=namespace, run=_run_in(namespace))

@@ -135,7 +135,8 @@ def test_concurrent_posts_are_all_delivered_once(tmp_path):
 def test_stop_reaches_every_sub_agent_of_a_delegate_batched(tmp_path):
     from deepagent_magics.interpreters.pool import KernelPool
 
-    child = [("Work.", "import time\ntime.sleep(0.4)\nprint('worked')")] * 30
+    # each step prints its own number: 30 identical steps would end as a stall (core/loop/ending.py), not a stop
+    child = [("Work.", f"import time\ntime.sleep(0.4)\nprint('worked', {n})") for n in range(30)]
     root = [("Fan out.", "rs = delegate_batched(['KID-A: work', 'KID-B: work', 'KID-C: work'])\nprint(rs)"),
             ("Never.", "never = True")]
     run = Run("ROOT: fan out")
