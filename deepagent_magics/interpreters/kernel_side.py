@@ -29,7 +29,6 @@ import json
 import linecache
 import os
 import sys
-import sysconfig
 import threading
 import time
 import traceback
@@ -282,18 +281,6 @@ def echo(value):
     return text if len(text) <= ECHO_LIMIT else text[:ECHO_LIMIT] + f"... ({len(text) - ECHO_LIMIT} more chars)"
 
 
-def _library_path(path):
-    """A library file as its import path (``pandas/io/common.py``): where Python is installed on this machine
-    says nothing to the model, costs characters and makes the same error read differently on each machine."""
-    for marker in ("/site-packages/", "/dist-packages/"):
-        if marker in path:
-            return path.rsplit(marker, 1)[1]
-    stdlib = sysconfig.get_paths().get("stdlib") or ""
-    if stdlib and path.startswith(stdlib.rstrip("/") + "/"):
-        return path[len(stdlib.rstrip("/")) + 1:]
-    return path
-
-
 def format_traceback(exc, library_frames=1):
     """The traceback from the agent's own code down: its own frames and the last library frame (where it failed)."""
     tb = exc.__traceback__
@@ -306,7 +293,7 @@ def format_traceback(exc, library_frames=1):
             if frame.filename.startswith(STEP_PREFIX)
             or (i > last and i >= len(summary) - library_frames and frame.filename != RUNTIME_FILENAME)]
     for frame in keep:
-        frame.filename = _library_path(frame.filename)
+        frame.filename = output_limit.library_path(frame.filename)
     lines = ["Traceback (most recent call last):\n"]
     lines += traceback.StackSummary.from_list(keep).format()
     lines += traceback.format_exception_only(type(exc), exc)

@@ -7,6 +7,7 @@ the kept tail: a step that prints a gigabyte sends its head and tail to the host
 """
 
 import sys
+import sysconfig
 import threading
 
 OUTPUT_KEPT = 200_000  # characters of one step's printed output sent on: the first and the last half
@@ -76,3 +77,13 @@ class limited:
             except Exception:  # noqa: BLE001 - the stream of a kernel going away: nothing to finish
                 pass
         return False
+
+
+def library_path(path):
+    """A library file in a traceback by its import path (``pandas/io/common.py``), not the folder Python is
+    installed in: fewer characters, and the same error reads the same on every machine."""
+    stdlib = (sysconfig.get_paths().get("stdlib") or "//").rstrip("/") + "/"
+    for marker in ("/site-packages/", "/dist-packages/"):
+        if marker in path:
+            return path.rsplit(marker, 1)[1]
+    return path[len(stdlib):] if path.startswith(stdlib) else path
