@@ -7,17 +7,15 @@ the `Run` is exactly what the model reads next.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from dspy.primitives.code_interpreter import CodeInterpreterError, FinalOutput
 from dspy.primitives.facade import HOST_TOKEN_VAR
 
 from ..core.policy import approval
-from ..core.run.run import Run
+from ..core.run.run import REPEAT_NOTE, Run
 
 OUTPUT_LIMIT = 20_000
-_STEP_NAME = re.compile(r"<agent step \d+>")  # a traceback's file name: the same error, another step
 
 
 def describe_execution(result: Any, limit: int = OUTPUT_LIMIT) -> str:
@@ -43,10 +41,9 @@ def repeat_note(run: Run | None, code: str, output: str) -> str | None:
     if len(steps) < 2 or steps[-1].finished:
         return None
     before = steps[-2]
-    earlier = _STEP_NAME.sub("<agent step>", (before.output or "").split("\n[Note] Same code")[0])
-    if before.code.strip() != code.strip() or earlier != _STEP_NAME.sub("<agent step>", output):
+    if not before.same_as(code, output):
         return None
-    return (f"[Note] Same code and output as step {before.index}. If this output answers the task, call "
+    return (f"{REPEAT_NOTE} {before.index}. If this output answers the task, call "
             "SUBMIT(...) now, in a step of its own; if not, change the approach.")
 
 

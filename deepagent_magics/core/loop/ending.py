@@ -24,7 +24,6 @@ exception left the loop.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ..model.failures import produced_output, reason as failure_reason
@@ -34,8 +33,6 @@ from ..run.event_kinds import SPEND_CAP
 from ...errors import DeepAgentError
 
 STALL_STEPS = 3  # the same step this many times in a row: the agent is not going to change it
-_STEP_NAME = re.compile(r"<agent step \d+>")
-_NOTE = "\n[Note] Same code"  # interpreters/steps.py's repeat note
 
 
 class Stalled(DeepAgentError):
@@ -47,8 +44,7 @@ def check_stall(session: Any) -> None:
     steps = session.run.steps[-STALL_STEPS:]
     if len(steps) < STALL_STEPS or not all(step.finished for step in steps):
         return
-    seen = {(step.code.strip(), _STEP_NAME.sub("<agent step>", (step.output or "").split(_NOTE)[0])) for step in steps}
-    if len(seen) == 1:
+    if all(step.same_as(steps[0].code, steps[0].output) for step in steps[1:]):
         raise Stalled(f"the agent ran the same code with the same output {STALL_STEPS} times in a row "
                       f"(steps {steps[0].index}-{steps[-1].index})")
 

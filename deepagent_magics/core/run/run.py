@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -106,6 +107,14 @@ class Usage:
         }
 
 
+REPEAT_NOTE = "[Note] Same code and output as step"  # what the model reads under a repeated step
+_STEP_NAME = re.compile(r"<agent step \d+>")  # a traceback's file name: the same error, another step
+
+
+def _comparable(output: str | None) -> str:
+    return _STEP_NAME.sub("<agent step>", (output or "").split("\n" + REPEAT_NOTE)[0])
+
+
 @dataclass
 class Step:
     """One iteration of the agent loop: the LM's reasoning and code, and what running it printed."""
@@ -121,6 +130,12 @@ class Step:
     @property
     def finished(self) -> bool:
         return self.ended_at is not None
+
+    def same_as(self, code: str, output: str | None) -> bool:
+        """Whether ``code`` printing ``output`` is this step again: the same code, the same output (a
+        traceback's step name and the repeat note aside). interpreters/steps.py notes it; a third time in a
+        row the run ends as stalled (core/loop/ending.py)."""
+        return self.code.strip() == code.strip() and _comparable(self.output) == _comparable(output)
 
     def to_dict(self) -> dict[str, Any]:
         return {
