@@ -9,6 +9,7 @@ from the notebook variables scores 1, a wrong one 0; a file question also needs 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from sklearn.datasets import load_diabetes, load_wine
@@ -102,6 +103,25 @@ def test_right_answers_score_one_wrong_zero_beside_cot_react_and_bare_rlm(tmp_pa
     wrong = run_suite("sklearn", ScriptedLM(policy_for(CORRELATION_CODE, wrong=True)), cache_dir=tmp_path,
                       where={"kind": "correlation"})
     assert wrong.summary()["deep agent"]["accuracy"] == 0.0 and wrong.summary()["deep agent"]["failures"] == 0
+
+
+def test_the_task_says_the_file_is_in_the_workspace_and_an_agent_that_looks_there_finds_it(tmp_path, offline):
+    """The root agent's working directory in the bench is this process's, not the task's workspace: a task
+    that promised a file "in the working directory" sent a small model to a file that was not there."""
+    seen = []
+
+    def policy(request):
+        seen.append(request.task)
+        named = re.search(r"the file (\S+\.csv) in the workspace", request.task)
+        workspace = re.search(r"The workspace is (\S+): the file tools", request.system)
+        if named is None or workspace is None:
+            return ("Lost.", "SUBMIT(result='no idea')")
+        path = f"{workspace.group(1)}/{named.group(1)}"
+        return ("Read the file.", f"import pandas as pd\nSUBMIT(result=str(len(pd.read_csv({path!r}))))")
+
+    report = run_suite("sklearn", ScriptedLM(policy), cache_dir=tmp_path, where={"kind": "aggregate"}, limit=1)
+    assert seen and all("working directory" not in task for task in seen)
+    assert report.rows[0]["answer"] == "178" and report.rows[0]["score"] == 1.0
 
 
 FILE_ANSWER = "m = iris[iris['target'] == 2]['petal length (cm)'].mean()\n"

@@ -70,7 +70,7 @@ class DABench(Suite):
             prompt = (f"{row['question']}\n\nConstraints: {row.get('constraints', '')}\n\n"
                       f"Answer format: {row.get('format', '')}\nGive every value in exactly this form, "
                       f"@name[value], in your final answer.\n\nThe data are in the file {row['file_name']} "
-                      "in the working directory.")
+                      "in the workspace.")
             out.append(Task(str(row["id"]), prompt, labels.get(row["id"]), [table], _loader(table.name),
                             meta={"level": row.get("level"), "concepts": row.get("concepts")}))
         return out

@@ -117,7 +117,7 @@ class DABstep(Suite):
         for row in read_jsonl(root / "data" / "tasks" / TASK_FILES[split]):
             answer = row.get("answer")
             prompt = (f"{row['question']}\n\nAnswer guidelines: {row.get('guidelines') or 'none'}\n\n"
-                      f"The data are the files in the working directory: {listing}. Read manual.md and "
+                      f"The data are the files in the workspace: {listing}. Read manual.md and "
                       "payments-readme.md first: they define the terms and the fee rules.")
             out.append(Task(str(row["task_id"]), prompt, answer if answer not in (None, "") else None, files,
                             _variables, meta={"level": row.get("level")}))

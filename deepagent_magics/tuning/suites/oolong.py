@@ -103,7 +103,7 @@ class Oolong(Suite):
         for row in read_jsonl(self._file(root, split)):
             text = str(row["context_window_text"])
             prompt = (f"{row['question']}\n\nThe context ({len(text):,} characters) is in the file context.txt "
-                      "in the working directory.")
+                      "in the workspace.")
             gold = {"answer": row["answer"], "answer_type": row.get("answer_type")}
             out.append(Task(str(row["id"]), prompt, gold, [], _context(text), inline=text,
                             meta={"dataset": row.get("dataset"), "context_len": row.get("context_len"),

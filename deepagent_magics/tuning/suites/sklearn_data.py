@@ -107,7 +107,7 @@ class SklearnData(Suite):
 
     def _task(self, question: Question, root: Path, data: dict[str, Any]) -> Task:
         tables = [name for name in question.datasets if name in TABLES]
-        about = "\n".join(f"- `{name}`: {describe(name)}" + (f" (also the file {name}.csv in the working directory)"
+        about = "\n".join(f"- `{name}`: {describe(name)}" + (f" (also the file {name}.csv in the workspace)"
                                                           if name in tables else "") for name in question.datasets)
         prompt = f"{question.text}\n\nThe data:\n{about}\n\nAnswer with {question.answer_format}, nothing else."
         return Task(question.id, prompt, str(question.reference(data)), [root / f"{name}.csv" for name in tables],
