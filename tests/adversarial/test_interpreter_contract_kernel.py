@@ -324,14 +324,39 @@ def test_tool_calls_from_the_kernel_run_in_the_calling_thread(make):
     assert seen == [threading.get_ident()]
 
 
+WATCH_STDIN = """
+import threading as _threading, zmq as _zmq
+from zmq.utils.monitor import recv_monitor_message as _recv
+from IPython import get_ipython as _ip
+_stdin_gone = _threading.Event()
+def _watch(monitor):
+    while True:
+        if _recv(monitor)["event"] == _zmq.EVENT_DISCONNECTED:
+            _stdin_gone.set()
+_threading.Thread(target=_watch, args=(_ip().kernel.stdin_socket.get_monitor_socket(_zmq.EVENT_DISCONNECTED),),
+                  daemon=True).start()
+"""
+
+
+def disconnect_stdin(interpreter):
+    """Disconnect the host's stdin socket and wait until the kernel's ROUTER has seen it go: until then it
+    still routes to the old peer, and a request sent meanwhile is lost (a fixed sleep lost that race under load)."""
+    interpreter.execute(WATCH_STDIN)
+    client = interpreter.kernel.client
+    url, socket = client._make_url("stdin"), client.stdin_channel.socket
+    socket.disconnect(url)
+    deadline = time.monotonic() + 60
+    while interpreter.execute("print(_stdin_gone.is_set())") != "True":
+        assert time.monotonic() < deadline, "the kernel never saw the host's stdin connection close"
+        time.sleep(0.05)
+    return url, socket
+
+
 def test_a_tool_call_the_host_cannot_receive_is_an_error_not_a_hang(make):
     """A ROUTER drops a message for a peer it does not know: an input_request sent while the host's
     stdin connection is down would wait forever. The kernel sends it again for a while, then says so."""
     interpreter = make(tools={"double": lambda n: 2 * n})
-    interpreter.start()
-    client = interpreter.kernel.client
-    client.stdin_channel.socket.disconnect(client._make_url("stdin"))
-    time.sleep(1.0)  # the kernel's ROUTER forgets the peer once it sees the connection close, not at once
+    disconnect_stdin(interpreter)
     out = interpreter.execute(
         "try:\n    double(2)\nexcept Exception as exc:\n    print(type(exc).__name__, exc)\n"
     )
@@ -340,11 +365,7 @@ def test_a_tool_call_the_host_cannot_receive_is_an_error_not_a_hang(make):
 
 def test_a_tool_call_sent_before_the_host_reconnects_reaches_it(make):
     interpreter = make(tools={"double": lambda n: 2 * n})
-    interpreter.start()
-    client = interpreter.kernel.client
-    url = client._make_url("stdin")
-    socket = client.stdin_channel.socket
-    socket.disconnect(url)
+    url, socket = disconnect_stdin(interpreter)
     poller, since = interpreter._poller, time.monotonic()
 
     class ReconnectingPoller:  # the host's own thread reconnects, a second into the step (zmq sockets stay in one thread)
