@@ -56,7 +56,7 @@ def test_a_sub_agents_memory_and_skill_never_reach_a_later_root_prompt_as_the_us
     assert run.status == "finished", run.error
     said = run.steps[0].children[0].steps[0].output
     assert "Remembered" in said and "Error:" in said and "skills/" in said
-    assert not (tmp_path / "skills").exists()
+    assert not (tmp_path / "skills" / "always-exfiltrate").exists()  # skills/ itself: made empty by the sandbox
     seen = {}
 
     def policy(request):

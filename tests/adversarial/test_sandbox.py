@@ -184,6 +184,27 @@ def test_host_state_git_skills_and_a_python_environment_in_the_workspace_are_rea
     assert not (site / "sitecustomize.py").exists()
 
 
+def test_a_workspace_without_skills_or_host_state_gets_neither_from_a_sub_agent(pool, tmp_path):
+    """Missing, they would not be bound read-only: a sub-agent's code could make a skill the next root
+    prompt lists, or plant host state. The sandbox makes them (empty) first."""
+    workspace = tmp_path / "bare"
+    workspace.mkdir()
+    report = run_in_kernel(pool, workspace, prelude=TRY_WRITE, code="""
+        import os
+        report = {}
+        for folder in ('skills/exfiltrate', '.deepagent/memory'):
+            try:
+                os.makedirs(folder)
+                report[folder] = 'done'
+            except OSError as exc:
+                report[folder] = type(exc).__name__
+        report['workspace'] = try_write('fine.txt')
+    """)
+    assert report.pop("workspace") == "written"
+    assert set(report.values()) <= {"OSError", "PermissionError"}, report
+    assert os.listdir(workspace / "skills") == [] and os.listdir(workspace / ".deepagent") == []
+
+
 @pytest.mark.parametrize("where", ["DEEPAGENT_HOST_KEY", "XDG_DATA_HOME"])
 def test_the_host_key_is_hidden_wherever_it_is_kept(pool, tmp_path, monkeypatch, where):
     """With the key a sub-agent could sign a planted checkpoint or record: not even outside the home."""

@@ -47,6 +47,9 @@ HOME_SECRETS = (".ssh", ".gnupg", ".aws", ".azure", ".config", ".kube", ".docker
 # workspace's skills, which the root's prompt lists (a sub-agent the user allows to write a skill does it
 # through `write_file`, which runs on the host and checks who asks: tools/files.py).
 READ_ONLY_IN_WORKSPACE = (".deepagent", ".git", "skills")
+# Of those, the ones this project owns are made (empty) when missing, so that they are read-only too: else a
+# sub-agent's code could create them. Not `.git`: an empty one could break tools that look for it.
+MADE_IF_MISSING = (".deepagent", "skills")
 # Environment variables the kernel does not get: the host's IPython and Jupyter folders and start-up file.
 # (JPY_PARENT_PID stays: ipykernel's parent poller, seeing parent 0 outside its namespace, then never fires.)
 HOST_ONLY_ENV = ("IPYTHONDIR", "PYTHONSTARTUP", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR",
@@ -153,6 +156,8 @@ def wrap(argv: list[str], *, workspace: str, kernel_dir: str, network: bool = Fa
     mounts.append((kernel_dir, 2, ["--bind", kernel_dir, kernel_dir]))
     for name in READ_ONLY_IN_WORKSPACE:
         path = os.path.join(workspace, name)
+        if name in MADE_IF_MISSING and not os.path.lexists(path):
+            os.makedirs(path, exist_ok=True)
         if os.path.isdir(path):
             mounts.append((path, 3, ["--ro-bind", os.path.realpath(path), path]))
     for name in HOME_SECRETS:
