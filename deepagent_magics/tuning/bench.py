@@ -104,15 +104,16 @@ def run_suite(suite: str, lm: Any = None, *, limit: int | None = None, baselines
             raise BenchError(str(exc)) from None
         systems = {name: systems[name] for name in [*names, DEEP_AGENT]}  # baselines as named, then the agent
     table = evaluate(systems, examples_for(tasks), metric, threads, progress)
-    rows = []
+    rows, steps = [], {}
     for row in table.rows:
         task = tasks[row["example"]]
+        steps[(row["system"], task.id)] = row.get("trajectory") or []
         rows.append({"system": row["system"], "task_id": task.id, "score": row["score"],
                      "scored": task.gold is not None, "answer": row["result"], "tokens": row["tokens"],
                      "cost": row.get("cost"), "seconds": row.get("seconds", 0.0), "steps": row["steps"],
                      "error": row["error"], **{key: value for key, value in task.meta.items() if key not in ("concepts", "writes")}})
     report = BenchReport(found.name, found.title, split or found.default_split, lm_label(model), found.metric,
-                         table.systems, rows)
+                         table.systems, rows, steps=steps)
     if out is not None:
         report.write(out)
     return report

@@ -2,7 +2,8 @@
 
 Built from an evaluation's rows (`evaluate`), written as Markdown (to read) and JSON (to
 compare runs), plus each system's answers as JSONL (``task_id``, ``agent_answer``: the
-format DABstep's leaderboard takes, for the splits whose answers it keeps).
+format DABstep's leaderboard takes, for the splits whose answers it keeps) and its steps as
+JSONL (what it ran and what that printed, per task: to read why a task failed).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class BenchReport:
     rows: list[dict[str, Any]]  # one per (system, task): task_id, score, scored, tokens, cost, seconds, error, answer
     started: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     files: list[str] = field(default_factory=list)  # what `write` wrote
+    steps: dict[tuple[str, str], list[dict[str, str]]] = field(default_factory=dict)  # (system, task_id): its steps
 
     def summary(self) -> dict[str, dict[str, Any]]:
         out = {}
@@ -74,7 +76,7 @@ class BenchReport:
         return "\n".join(lines) + "\n"
 
     def write(self, out: str | Path) -> list[Path]:
-        """``<suite>-<split>.md``, ``.json`` and one ``.<system>.answers.jsonl`` per system in ``out``."""
+        """``<suite>-<split>.md``, ``.json``, and per system ``.<system>.answers.jsonl`` and ``.steps.jsonl``."""
         folder = Path(out).expanduser()
         folder.mkdir(parents=True, exist_ok=True)
         stem = f"{self.suite}-{self.split}"
@@ -82,13 +84,16 @@ class BenchReport:
         written[0].write_text(self.to_markdown(), encoding="utf-8")
         written[1].write_text(json.dumps(self.to_json(), indent=2, default=str), encoding="utf-8")
         for system in self.systems:
-            path = folder / f"{stem}.{re.sub(r'[^a-z0-9]+', '-', system.lower()).strip('-')}.answers.jsonl"
-            with open(path, "w", encoding="utf-8") as handle:
+            name = re.sub(r'[^a-z0-9]+', '-', system.lower()).strip('-')
+            answers, steps = folder / f"{stem}.{name}.answers.jsonl", folder / f"{stem}.{name}.steps.jsonl"
+            with open(answers, "w", encoding="utf-8") as handle, open(steps, "w", encoding="utf-8") as trail:
                 for row in self.rows:
                     if row["system"] == system:
                         answer = "" if row["answer"] is None else str(row["answer"])
                         handle.write(json.dumps({"task_id": row["task_id"], "agent_answer": answer}) + "\n")
-            written.append(path)
+                        trail.write(json.dumps({"task_id": row["task_id"], "score": row["score"], "error": row["error"],
+                                                "steps": self.steps.get((system, row["task_id"]), [])}) + "\n")
+            written += [answers, steps]
         self.files = [str(path) for path in written]
         return written
 

@@ -19,7 +19,7 @@ import dspy
 
 from .examples import Metric, Score
 from .progress import TextProgress
-from .systems import DEEP_AGENT, Outcome
+from .systems import DEEP_AGENT, Outcome, steps_of
 
 
 def evaluate(systems: dict[str, Callable[[dspy.Example], Outcome]], examples: list[dspy.Example],
@@ -46,6 +46,7 @@ def evaluate(systems: dict[str, Callable[[dspy.Example], Outcome]], examples: li
             "steps": outcome.steps, "tokens": outcome.tokens, "error": error,
             "cost": outcome.cost, "seconds": round(seconds, 3),
             "result": getattr(outcome.pred, "result", None) if outcome.pred is not None else None,
+            "trajectory": steps_of(outcome.pred),
         }
 
     pool = ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="deepagent-eval")

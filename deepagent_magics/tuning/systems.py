@@ -10,6 +10,7 @@ long context the others read from a variable or a file).
 
 from __future__ import annotations
 
+import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from dspy.utils.usage_tracker import track_usage
 from ..core.model.lm import resolve_lm
 from ..core.model.usage_sink import UsageSink
 from ..core.run.run import Run
+from ..core.run.secrets import scrub
 from ..core.run.session import Session, activate, deactivate
 from ..core.workspace.workspace import Workspace
 
@@ -55,6 +57,35 @@ def _prepare(example: Any, workspace: str) -> dict[str, Any]:
 def priced(usage: Any) -> float | None:
     """The cost the provider reported, or None when it priced none of the calls (a local model): unknown, not $0."""
     return None if usage.lm_calls and usage.unpriced_calls >= usage.lm_calls else usage.cost
+
+
+STEP_TEXT = 4_000  # characters kept of each step's code and output in a bench's steps file
+
+
+def steps_of(pred: Any) -> list[dict[str, str]]:
+    """What a system did, step by step, to read why a task failed: the deep agent's and bare RLM's code and
+    output, ReAct's tool calls and observations (secrets scrubbed, each text cut at `STEP_TEXT`)."""
+    if pred is None:
+        return []
+    run = pred.get("run") if hasattr(pred, "get") else None
+    trajectory = pred.get("trajectory") if hasattr(pred, "get") else None
+    if run is not None:
+        steps = [{"reasoning": step.reasoning, "code": step.code, "output": step.output or ""} for step in run.steps]
+    elif isinstance(trajectory, list):  # dspy.RLM: [{"reasoning", "code", "output"}, ...]
+        steps = [{key: str(each.get(key) or "") for key in ("reasoning", "code", "output")}
+                 for each in trajectory if isinstance(each, dict)]
+    elif isinstance(trajectory, dict):  # dspy.ReAct: thought_0, tool_name_0, tool_args_0, observation_0, ...
+        steps = [{"reasoning": str(trajectory.get(f"thought_{n}", "")),
+                  "code": f"{trajectory.get(f'tool_name_{n}')}({json.dumps(trajectory.get(f'tool_args_{n}'), default=str)})",
+                  "output": str(trajectory.get(f"observation_{n}", ""))}
+                 for n in range(sum(key.startswith("tool_name_") for key in trajectory))]
+    else:
+        return []
+    return [{key: _cut(scrub(text)) for key, text in step.items()} for step in steps]
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= STEP_TEXT else text[:STEP_TEXT] + f"\n[... {len(text) - STEP_TEXT:,} more characters]"
 
 
 def _tokens(pred: Any) -> int:

@@ -124,6 +124,25 @@ def test_the_task_says_the_file_is_in_the_workspace_and_an_agent_that_looks_ther
     assert report.rows[0]["answer"] == "178" and report.rows[0]["score"] == 1.0
 
 
+def test_the_steps_file_shows_why_a_task_failed_without_the_secrets(tmp_path, offline, monkeypatch):
+    """A table of zeros says nothing about why: each system's steps go beside its answers, scrubbed."""
+    monkeypatch.setenv("BENCH_API_KEY", "sk-bench-5ecret-0123456789")
+    lost = [("Load the file.", "import os\nprint('looked for wine.csv in', os.getcwd())\n"
+             "print(os.environ.get('BENCH_API_KEY'))"),
+            ("Give up.", "SUBMIT(result='no idea')")]
+    report = run_suite("sklearn", ScriptedLM(lost, replies=baseline_replies), baselines="react", cache_dir=tmp_path,
+                       where={"kind": "aggregate"}, limit=1, out=tmp_path / "out")
+    assert report.rows[-1]["score"] == 0.0
+    [line] = (tmp_path / "out" / "sklearn-all.deep-agent.steps.jsonl").read_text().splitlines()
+    trail = json.loads(line)
+    assert trail["task_id"] == report.rows[-1]["task_id"] and trail["score"] == 0.0
+    assert [step["code"].splitlines()[0] for step in trail["steps"]] == ["import os", "SUBMIT(result='no idea')"]
+    assert "looked for wine.csv in" in trail["steps"][0]["output"]
+    assert "5ecret" not in json.dumps(trail)
+    react = json.loads((tmp_path / "out" / "sklearn-all.react.steps.jsonl").read_text())
+    assert [step["code"].split("(")[0] for step in react["steps"]] == ["finish"]
+
+
 FILE_ANSWER = "m = iris[iris['target'] == 2]['petal length (cm)'].mean()\n"
 
 

@@ -196,8 +196,8 @@ def test_the_report_files_hold_the_table(tmp_path):
     report = run_suite("dabench", ScriptedLM(dabench_policy(True), replies=cot_replies), baselines="cot", limit=1,
                        cache_dir=tmp_path / "cache", out=tmp_path / "out")
     names = sorted(path.name for path in (tmp_path / "out").iterdir())
-    assert names == ["dabench-dev.cot.answers.jsonl", "dabench-dev.deep-agent.answers.jsonl", "dabench-dev.json",
-                     "dabench-dev.md"]
+    assert names == ["dabench-dev.cot.answers.jsonl", "dabench-dev.cot.steps.jsonl", "dabench-dev.deep-agent.answers.jsonl",
+                     "dabench-dev.deep-agent.steps.jsonl", "dabench-dev.json", "dabench-dev.md"]
     data = json.loads((tmp_path / "out/dabench-dev.json").read_text())
     assert data["suite"] == "dabench" and data["split"] == "dev" and data["lm"].startswith("scripted")
     assert set(data["summary"]["deep agent"]) == {"tasks", "scored", "accuracy", "steps_per_task", "tokens_per_task", "cost",
