@@ -96,6 +96,7 @@ def test_a_bad_lm_option_is_one_usage_error_line_and_changes_nothing(ip, flag, e
     assert ip.magics_manager.registry["DeepAgentMagics"].lm_options == {"timeout": 60}
 
 
+@pytest.mark.subprocess
 def test_the_command_line_takes_lm_options(stub_server, no_key, tmp_path, capsys):  # noqa: F811
     (tmp_path / "numbers.json").write_text("[1, 2, 3]")
     status = main(["run", fresh("double the numbers"), "--lm", "openai/my-model", "--lm-option", f"api_base={stub_server}",
@@ -153,6 +154,7 @@ def test_a_cost_no_provider_priced_is_unknown_not_zero(capsys):
     assert free.usage.cost_text() == "$0.0000"
 
 
+@pytest.mark.subprocess
 def test_the_command_line_summary_says_cost_unknown(tmp_path, capsys):
     script = tmp_path / "steps.json"
     script.write_text(json.dumps([["Done.", "SUBMIT(result='ok')"]]))

@@ -164,6 +164,7 @@ def cli(*args: str, cwd: Path, pythonpath: list[Path] = ()) -> subprocess.Comple
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.subprocess
 def test_the_cli_says_each_problem_in_one_line_and_exits_2(tmp_path):
     (tmp_path / "notes.txt").write_text("not a model")
     done = cli("run", "task", "--lm", "local:notes.txt", cwd=tmp_path)

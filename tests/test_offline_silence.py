@@ -55,6 +55,7 @@ def run_cli(tmp_path: Path, provider: FakeProvider, env: dict[str, str]) -> subp
                           cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.subprocess
 def test_an_offline_run_asks_for_no_price_list_and_warns_about_none(tmp_path, price_list):
     url, asked = price_list
     with FakeProvider([Reply.fields(reasoning="Print and submit.", code="print(391)\nSUBMIT(result='391')")]) as provider:
@@ -65,6 +66,7 @@ def test_an_offline_run_asks_for_no_price_list_and_warns_about_none(tmp_path, pr
     assert not [line for line in done.stderr.splitlines() if any(w in line for w in WARNINGS)], done.stderr
 
 
+@pytest.mark.subprocess
 def test_a_user_who_asks_for_the_remote_price_list_gets_it(tmp_path, price_list):
     """``LITELLM_LOCAL_MODEL_COST_MAP=False`` set by the user is theirs: the fetch happens (and fails here)."""
     url, asked = price_list

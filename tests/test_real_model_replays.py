@@ -177,6 +177,7 @@ def test_the_quickstart_sales_task(notebook, workspace):
     assert notebook.user_ns["sales"] == SALES
 
 
+@pytest.mark.subprocess
 def test_the_command_line_run_on_diabetes(tmp_path):
     """``deepagent run`` from the shell, the recorded replies as a ``scripted:`` file, the data as ``--load``."""
     load_diabetes(as_frame=True).frame.to_csv(tmp_path / "diabetes.csv", index=False)

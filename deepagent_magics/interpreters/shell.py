@@ -52,6 +52,7 @@ from .runtime_checks import host as runtime_checks
 from .runtime_checks import lm_calls
 from .steps import StepInterpreter
 from .time_limit import ExecutionTimeout, TimeLimit, host_code
+from . import working_directory
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +83,11 @@ class ShellInterpreter(StepInterpreter):
         wrap_tool: Callable[[str, Callable[..., Any]], Callable[..., Any]] | None = None,
         shell: Any = None,
         undo_limit: int = DEFAULT_UNDO_LIMIT,
+        cwd: str | None = None,
     ):
         self.namespace = namespace if namespace is not None else {}
+        self.cwd = cwd  # each step's working directory (None: the process's, put back at the end: working_directory)
+        self._cwd_before: str | None = None
         self.undo_limit = undo_limit
         self._tracker: Tracker | None = None  # what the run changes, step by step (provenance)
         self.tools: dict[str, Callable[..., Any]] = dict(tools or {})
@@ -111,6 +115,7 @@ class ShellInterpreter(StepInterpreter):
         if self._before is None:
             self._before = dict(self.namespace)  # references only: no copies of the data
             self._tracker = Tracker(self.run, self.namespace, self._before, self.undo_limit)
+            self._cwd_before = working_directory.at_start(self.cwd)
         budget = spend.budget_of(self.run)
         if budget is not None and budget.capped and not self._lm_calls_held:
             lm_calls.held.acquire()  # the agent's own lm() calls, from any of its threads, meet the caps
@@ -145,6 +150,8 @@ class ShellInterpreter(StepInterpreter):
                 _guarded(failures, tracker.restored, restored, removed, scratch)
             if self.run is not None and self.reverted:
                 self.run.reverted.update(self.reverted)
+            if (moved := _guarded(failures, working_directory.restore, self._cwd_before)) and self.run is not None:
+                self.run.config["moved_cwd"] = moved
         if failures:
             log.warning("deepagent: restoring the namespace after the run met %d error(s), the first: %r",
                         len(failures), failures[0])
@@ -217,7 +224,8 @@ class ShellInterpreter(StepInterpreter):
 
         limit, stream = self._time_limit(), None
         try:
-            with capture_streams() as stream, capture_displays(self.shell, stream), guarded(), limit:
+            with capture_streams() as stream, capture_displays(self.shell, stream), guarded(), limit, \
+                    working_directory.stepping_in(self.cwd):
                 try:
                     value = exec_step(body, tail, filename, self.namespace, scope)
                 except Submitted as submitted:
@@ -387,4 +395,5 @@ class ShellInterpreterFactory:
             wrap_tool=binder(session),
             shell=self.shell,
             undo_limit=self.undo_limit,
+            cwd=session.cwd if session else None,
         )

@@ -8,6 +8,8 @@ one line (`arguments`): checked before anything runs or a setting sticks.
 
 from __future__ import annotations
 
+import os
+
 import re
 
 from typing import Any
@@ -124,6 +126,9 @@ class DeepAgentMagics(SettingTraits):
                   "in _deepagent_run)")
         if args.out:
             namespace[args.out] = run.result
+        if run.config.get("moved_cwd"):
+            print(f"deepagent: the agent changed the working directory (to {run.config['moved_cwd']}); "
+                  f"it is back at {os.getcwd()}")
         if run.reverted:
             names = ", ".join(sorted(run.reverted))
             print(f"deepagent: restored your variables {names}; the agent's values are in _deepagent_run.reverted")

@@ -95,7 +95,8 @@ def _tokens(pred: Any) -> int:
 
 class IsolatedAgent(dspy.Module):
     """The deep agent as evaluation and optimisers call it: each call in a fresh namespace and its own
-    temporary workspace, so examples running at once cannot see each other's variables or files."""
+    temporary workspace, which is also its steps' working directory (as a notebook's folder is in a
+    notebook), so examples running at once cannot see each other's variables or files."""
 
     def __init__(self, agent: "DeepAgent"):
         super().__init__()
@@ -105,7 +106,7 @@ class IsolatedAgent(dspy.Module):
     def run(self, task: str, context: str = "", example: Any = None) -> Run:
         with tempfile.TemporaryDirectory(prefix="deepagent-eval-") as workspace:
             namespace = _prepare(example, workspace)
-            return self.agent.run(task, namespace=namespace, context=context or "", workspace=workspace)
+            return self.agent.run(task, namespace=namespace, context=context or "", workspace=workspace, cwd=workspace)
 
     def forward(self, task: str, context: str = "") -> dspy.Prediction:
         run = self.run(task, context)
@@ -180,7 +181,7 @@ class RLMSystem:
         run = Run(example.task, profile="rlm")
         with tempfile.TemporaryDirectory(prefix="deepagent-rlm-") as workspace:
             namespace = _prepare(example, workspace)
-            session = Session(run, Workspace(workspace), agent=self.agent)
+            session = Session(run, Workspace(workspace), agent=self.agent, cwd=workspace)  # its steps run there
             module = dspy.RLM("task -> result", max_iters=self.agent.max_iters, max_llm_calls=self.agent.max_llm_calls,
                               interpreter_factory=self.agent.interpreter_factory(session, namespace))
             token = activate(session)

@@ -18,6 +18,9 @@ import socketserver
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 
 @dataclass
@@ -27,6 +30,10 @@ class Case:
     asks: str  # what the runtime question names: formatted with OUT, HOME, VICTIM, WS, PORT
     setup: str = ""  # an earlier step (kept variables); the preview may ask about it
     rule: str = "writes_outside_workspace"
+    starts_process: bool = False  # make test-fast leaves it out (pytest's `subprocess` mark)
+
+    def param(self) -> Any:
+        return pytest.param(self, id=self.name, marks=[pytest.mark.subprocess] if self.starts_process else [])
 
 
 ENV = "import os\nOUT, WS = os.environ['OUTSIDE'], os.environ['WS']\n"
@@ -74,16 +81,17 @@ CASES = [
          "    p.rename(p.with_suffix('.old'))", "move {VICTIM} to {OUT}/victim.old?", rule="removes_files"),
     # -------------------------------------------------------------- starts processes
     Case("kept_subprocess_run", "run(['touch', os.path.join(OUT, 'proc.txt')])", "run touch {OUT}/proc.txt?",
-         setup=ENV + "import subprocess\nrun = subprocess.run", rule="starts_process"),
+         setup=ENV + "import subprocess\nrun = subprocess.run", rule="starts_process", starts_process=True),
     Case("kept_os_system", "shell('touch ' + os.path.join(OUT, 'sys.txt'))", "run touch {OUT}/sys.txt?",
          setup=ENV + "shell = os.system", rule="starts_process"),
     Case("kept_asyncio_subprocess", "import asyncio\nasync def go():\n    await (await spawn('touch', os.path.join(OUT, 'aio.txt'))).wait()\n"
          "asyncio.run(go())",
          "run touch {OUT}/aio.txt?", setup=ENV + "import asyncio\nspawn = asyncio.create_subprocess_exec",
-         rule="starts_process"),
+         rule="starts_process", starts_process=True),
     Case("kept_popen_in_thread", "import threading\ndef go():\n    try:\n        start(['touch', os.path.join(OUT, 'thp.txt')]).wait()\n"
          "    except OSError as e:\n        print(e)\nt = threading.Thread(target=go)\nt.start()\nt.join()",
-         "run touch {OUT}/thp.txt?", setup=ENV + "import subprocess\nstart = subprocess.Popen", rule="starts_process"),
+         "run touch {OUT}/thp.txt?", setup=ENV + "import subprocess\nstart = subprocess.Popen", rule="starts_process",
+         starts_process=True),
     # -------------------------------------------------------------- network
     Case("kept_connect", "connect(('127.0.0.1', int(os.environ['PORT']))).close()", "connect to 127.0.0.1:{PORT}?",
          setup=ENV + "import socket\nconnect = socket.create_connection", rule="network"),

@@ -9,6 +9,7 @@ from the notebook variables scores 1, a wrong one 0; a file question also needs 
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pytest
@@ -122,6 +123,17 @@ def test_the_task_says_the_file_is_in_the_workspace_and_an_agent_that_looks_ther
     report = run_suite("sklearn", ScriptedLM(policy), cache_dir=tmp_path, where={"kind": "aggregate"}, limit=1)
     assert seen and all("working directory" not in task for task in seen)
     assert report.rows[0]["answer"] == "178" and report.rows[0]["score"] == 1.0
+
+
+def test_the_root_agent_works_in_the_task_workspace_as_in_a_notebook(tmp_path, offline, monkeypatch):
+    """In a notebook the workspace is the kernel's folder; the bench runs many tasks in one process, each
+    root agent's steps in its own task's workspace: a relative path finds the task's file."""
+    monkeypatch.chdir(tmp_path)
+    relative = ("Read the file.", "import pandas as pd\nSUBMIT(result=str(len(pd.read_csv('wine.csv'))))")
+    report = run_suite("sklearn", ScriptedLM(lambda request: relative), cache_dir=tmp_path, where={"kind": "aggregate"},
+                       limit=1, threads=2)
+    assert report.rows[0]["answer"] == "178" and report.rows[0]["score"] == 1.0
+    assert os.getcwd() == str(tmp_path)
 
 
 def test_the_steps_file_shows_why_a_task_failed_without_the_secrets(tmp_path, offline, monkeypatch):

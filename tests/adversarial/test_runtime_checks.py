@@ -62,7 +62,7 @@ def case_steps(places, case):
     return ([("Set up.", places.fill(case.setup))] if case.setup else []) + [("Act.", places.fill(case.code))]
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+@pytest.mark.parametrize("case", [case.param() for case in CASES])
 def test_an_ordinary_risky_action_known_only_at_run_time_is_asked_with_its_target(ip, places, case):
     before = places.state()
     policy = Policy()
@@ -76,7 +76,7 @@ def test_an_ordinary_risky_action_known_only_at_run_time_is_asked_with_its_targe
     assert refused and refused[0]["decision"] == "refused" and refused[0]["who"] == "policy"
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+@pytest.mark.parametrize("case", [case.param() for case in CASES])
 def test_the_users_own_identical_code_outside_a_run_is_never_asked(ip, places, case):
     agent_cell(ip, [("Harmless.", "x = 1")], Policy())  # the hook is installed and stays for good
     before = places.state()

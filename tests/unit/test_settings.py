@@ -177,6 +177,7 @@ print(json.dumps(out))
 '''
 
 
+@pytest.mark.subprocess
 def test_a_setting_added_to_the_table_appears_at_every_door(tmp_path):
     """One entry in the table (added before the front doors are imported, in a fresh process): a
     %%deepagent and a %deepagent_config flag, a traitlet listed by %deepagent_config, a `deepagent run`

@@ -208,6 +208,7 @@ class DeepAgent(dspy.Module):
         workspace: str | os.PathLike | None = None,
         thread: Any = None,
         agent_names: Iterable[str] = (),
+        cwd: str | os.PathLike | None = None,
     ) -> Run:
         """Run the agent on ``task`` with ``namespace`` as its REPL; return the `Run`.
 
@@ -219,7 +220,8 @@ class DeepAgent(dspy.Module):
         run is using is refused at once with `NamespaceBusy`. ``thread`` continues a
         conversation (a `Thread`, or a thread or run id; `core.run.conversations`): the earlier turns
         head the ``context``. ``agent_names``: names earlier agent runs made in the namespace (the
-        variables view lists them last, by name only).
+        variables view lists them last, by name only). ``cwd``: the working directory the root's steps
+        run in (an evaluation: the task's workspace); None: this process's, as in a notebook.
         """
         user_namespace = namespace
         namespace = {} if namespace is None else namespace
@@ -231,7 +233,7 @@ class DeepAgent(dspy.Module):
             raise
         try:
             return self._run(run, task, user_namespace, namespace, context, listeners, shell, workspace, thread,
-                             agent_names)
+                             agent_names, cwd)
         except KeyboardInterrupt:
             run.finish("interrupted", error="KeyboardInterrupt")
             raise
@@ -244,7 +246,7 @@ class DeepAgent(dspy.Module):
 
     def _run(self, run: Run, task: str, user_namespace: dict[str, Any] | None, namespace: dict[str, Any],
              context: str, listeners: Iterable[Listener], shell: Any, workspace: Any, thread: Any = None,
-             agent_names: Iterable[str] = ()) -> Run:
+             agent_names: Iterable[str] = (), cwd: Any = None) -> Run:
         lm = resolve_lm(self.lm, namespace=user_namespace)
         sub_lm = resolve_lm(self.sub_lm, namespace=user_namespace) if self.sub_lm is not None else None
         lm, sub_lm = with_retries(lm, run, self.retry_policy), with_retries(sub_lm, run, self.retry_policy)
@@ -256,7 +258,8 @@ class DeepAgent(dspy.Module):
         root = Path(workspace) if workspace is not None else self.workspace  # evaluation: one per example
         root.mkdir(parents=True, exist_ok=True)
         run.config["workspace"] = str(root)
-        session = Session(run, Workspace(root, on_write=run.record_file), agent=self)
+        session = Session(run, Workspace(root, on_write=run.record_file), agent=self,
+                          cwd=None if cwd is None else str(Path(cwd).resolve()))
         context = threads.join(run, thread, namespace, context, root)  # a follow-up: the earlier turns first
         for hook in list(self.extensions.run_hooks):  # e.g. the run record (records/)
             hook(self, run, {"lm": lm, "sub_lm": sub_lm})
@@ -320,7 +323,7 @@ class DeepAgent(dspy.Module):
         """This run's interpreter factory, carrying what this run adds to the action prompt (`rlm_seam`):
         where the workspace is, then the instruction providers' text (the sub-agent types, the skills)."""
         factory = self.interpreter_factory(session, namespace, shell)
-        parts = [] if self.depth else [action_instructions.workspace_line(root)]
+        parts = [] if self.depth else [action_instructions.workspace_line(root, session.cwd)]
         parts.append(self.extensions.extra_instructions(self, root))
         factory.run_instructions = "\n\n".join(part for part in parts if part)
         return factory

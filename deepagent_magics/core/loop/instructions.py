@@ -120,10 +120,16 @@ def first_paragraph(func: Callable[..., Any]) -> str:
     return text if len(text) <= DOC_CHARS else text[: DOC_CHARS - 1] + "…"
 
 
-def workspace_line(root: Any) -> str:
-    """Where the root's files are: the workspace, and the kernel's own directory when that differs."""
+def workspace_line(root: Any, cwd: Any = None) -> str:
+    """Where the root's files are: the workspace, and the kernel's own directory (``cwd``, else the
+    process's) when that differs."""
+    import os
     from pathlib import Path
 
-    where, here = Path(root).resolve(), Path.cwd().resolve()
+    where = Path(root).resolve()
+    try:
+        here = Path(cwd or os.getcwd()).resolve()
+    except OSError:  # the process's directory was deleted under it
+        return f"The workspace is {where}: the file tools' paths are relative to it."
     text = f"The workspace is {where}: the file tools' paths are relative to it"
     return text + (f"; your kernel's working directory is {here}." if here != where else ", and it is your working directory.")

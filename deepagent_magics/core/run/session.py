@@ -34,6 +34,7 @@ class Session:
     # Set when the run ends early (stopped, a cap, an interrupt, a failure: `DeepAgent._run`) or its kernel is
     # stopped (a sub-agent past its time limit): long tool walks the agent left running check it and stop.
     cancelled: threading.Event = field(default_factory=threading.Event)
+    cwd: str | None = None  # the root's working directory while its steps run (None: the process's)
 
 
 def active() -> Session | None:

@@ -12,6 +12,8 @@ import pytest
 
 from deepagent_magics.interpreters import processes
 
+pytestmark = pytest.mark.subprocess
+
 TREE = textwrap.dedent("""
     import subprocess, sys, time
     # a child in its own session, which starts a grandchild: both stay below us
