@@ -37,7 +37,7 @@ def evaluate(systems: dict[str, Callable[[dspy.Example], Outcome]], examples: li
         try:
             outcome = systems[name](example)
         except Exception as exc:  # the system failed on this example: score zero, keep going
-            outcome = Outcome(None, 0, 0, f"{type(exc).__name__}: {exc}")
+            outcome = Outcome(None, 0, 0, f"{type(exc).__name__}: {exc}", cost=None)  # what it spent is unknown
         seconds = time.monotonic() - started
         scored = metric.score(example, outcome.pred) if outcome.pred is not None else Score(0.0)
         error = outcome.error or scored.error

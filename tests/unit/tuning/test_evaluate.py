@@ -131,3 +131,23 @@ def test_a_metric_that_fails_everywhere_and_a_missing_lm_are_usage_errors(ip):
         ip.run_line_magic("deepagent_eval", "--devset dev --metric exact --lm lm")
     with pytest.raises(UsageError, match="No LM configured"):
         ip.run_line_magic("deepagent_eval", "--devset dev --metric exact")
+
+
+def test_a_system_that_raised_costs_unknown_not_zero():
+    """A failed task may have spent before it raised: its cost is unknown, and a local model's table says
+    "unknown" even when one task failed (it said $0.0000)."""
+    from deepagent_magics.tuning.bench_report import BenchReport
+    from deepagent_magics.tuning.evaluate import evaluate
+    from deepagent_magics.tuning.systems import Outcome
+
+    def system(example):
+        if example.task == "fails":
+            raise FileNotFoundError("gone")
+        return Outcome(dspy.Prediction(result="ok"), 1, 10, cost=None)  # a local model: no price
+
+    examples = [dspy.Example(task=task).with_inputs("task") for task in ("works", "fails")]
+    table = evaluate({"deep agent": system}, examples, lambda example, pred: 1.0, threads=1)
+    assert [row["cost"] for row in table.rows] == [None, None]
+    rows = [{**row, "task_id": str(row["example"]), "scored": True, "answer": row["result"]} for row in table.rows]
+    report = BenchReport("s", "S", "all", "local", "accuracy", ["deep agent"], rows)
+    assert report.summary()["deep agent"]["cost"] is None and "| unknown | unknown |" in report.to_markdown()
