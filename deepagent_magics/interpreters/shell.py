@@ -224,8 +224,9 @@ class ShellInterpreter(StepInterpreter):
 
         limit, stream = self._time_limit(), None
         try:
-            with capture_streams() as stream, capture_displays(self.shell, stream), guarded(), limit, \
-                    working_directory.stepping_in(self.cwd):
+            # The folder outermost: the time limit's raises end with its block, before the way back runs.
+            with working_directory.stepping_in(self.cwd), capture_streams() as stream, \
+                    capture_displays(self.shell, stream), guarded(), limit:
                 try:
                     value = exec_step(body, tail, filename, self.namespace, scope)
                 except Submitted as submitted:

@@ -9,7 +9,6 @@ one line (`arguments`): checked before anything runs or a setting sticks.
 from __future__ import annotations
 
 import os
-
 import re
 
 from typing import Any

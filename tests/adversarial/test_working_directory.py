@@ -105,3 +105,14 @@ def test_runs_at_once_each_step_in_its_own_folder(here, tmp_path):
     for name in ("left", "right"):
         assert outputs[name] == [f"{n} {name}" for n in range(6)]
     assert os.getcwd() == str(here)
+
+
+def test_a_step_stopped_by_the_time_limit_still_goes_back(here, tmp_path):
+    workspace = tmp_path / "task"
+    workspace.mkdir()
+    steps = [("Spin.", "while True:\n    pass"), ("Done.", "import os\nSUBMIT(result=os.getcwd())")]
+    run = DeepAgent(lm=ScriptedLM(steps), max_depth=0, timeout=1).run("spin", namespace={}, workspace=workspace,
+                                                                      cwd=workspace)
+    assert "TimeoutError" in run.steps[0].output
+    assert run.result == str(workspace)  # the next step ran in its folder again
+    assert os.getcwd() == str(here)

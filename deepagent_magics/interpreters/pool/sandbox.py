@@ -28,6 +28,7 @@ requires the sandbox.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -157,7 +158,8 @@ def wrap(argv: list[str], *, workspace: str, kernel_dir: str, network: bool = Fa
     for name in READ_ONLY_IN_WORKSPACE:
         path = os.path.join(workspace, name)
         if name in MADE_IF_MISSING and not os.path.lexists(path):
-            os.makedirs(path, exist_ok=True)
+            with contextlib.suppress(OSError):  # a workspace the host cannot write: the kernel cannot either
+                os.makedirs(path, exist_ok=True)
         if os.path.isdir(path):
             mounts.append((path, 3, ["--ro-bind", os.path.realpath(path), path]))
     for name in HOME_SECRETS:
