@@ -1,4 +1,4 @@
-"""Model-written text made safe to show: escaped as HTML, Markdown rendered and sanitised, or plain text.
+r"""Model-written text made safe to show: escaped as HTML, Markdown rendered and sanitised, or plain text.
 
 Everything a run holds may have been written by a model or a sub-agent, and a record read back
 may have been planted (records/store.py). Where such text meets HTML it is escaped with quotes
@@ -7,7 +7,12 @@ Where it is Markdown (a run's result), it is rendered with mistune and cleaned w
 already installed with Jupyter (nbconvert uses them): a small allowlist of tags, no ``script`` or
 ``style``, no event handlers or inline styles, links only to http(s), mailto, anchors and
 relative paths, and images only from relative paths (a model's image URL would otherwise send a
-request, with whatever it put in it, the moment the result is shown). The result goes out as
+request, with whatever it put in it, the moment the result is shown). Which URL is relative is
+decided as a browser decides it (`safe_url`): the value, its character references decoded, is
+parsed with Ada, a WHATWG URL parser, against a fixed base that is no real place (`BASE`); a
+relative URL survives only if it lands under that base, and is then written out in the form that
+parse gave, behind ``./`` (``/\evil.example/p.png``, `` //evil``, ``\\evil`` or ``https:evil`` are
+other hosts to a browser, whatever a simpler check thinks). The result goes out as
 ``text/html``, never ``text/markdown``: JupyterLab renders Markdown output of the current session
 as trusted, raw HTML included. Where text goes to a terminal or a log (`plain`), control
 characters are shown as escapes, so a model cannot move the cursor, retitle the window or
@@ -20,12 +25,16 @@ import functools
 import html
 import re
 from typing import Any
-from urllib.parse import urlsplit
+
+import ada_url
 
 TAGS = {"a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "details", "div", "dl", "dt", "em", "h1", "h2",
         "h3", "h4", "h5", "h6", "hr", "i", "img", "kbd", "li", "ol", "p", "pre", "s", "span", "strong", "sub",
         "summary", "sup", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul"}
 LINK_SCHEMES = {"http", "https", "mailto"}
+BASE = "https://deepagent.invalid/result/"  # relative URLs must stay under it (.invalid is never a real host)
+URL_ATTRIBUTES = {("a", "href"), ("img", "src")}
+_REFERENCE = re.compile(r"&(?=(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);)")  # what bleach keeps as one
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
@@ -34,18 +43,39 @@ def escape(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _relative(url: str) -> bool:
-    parts = urlsplit(url)
-    return not parts.scheme and not parts.netloc and not url.startswith(("//", "\\"))
+def safe_url(value: str, *, image: bool = False) -> str | None:
+    """The URL to write for a link's ``href`` (or, ``image``, an image's ``src``) whose value, character
+    references decoded, is ``value``; None when it must go.
+
+    A URL that parses on its own is absolute: a link keeps it (as parsed) when its scheme is http(s) or
+    mailto, an image never. Any other is relative: parsed against `BASE` as a browser would, it must land
+    under it; it is then written as that parse serialised it, behind ``./`` (or as a bare ``#fragment``),
+    so that no browser, on any page, reads a scheme or a host into it."""
+    try:
+        if ada_url.check_url(value):
+            absolute = ada_url.URL(value)
+            if image or absolute.protocol.rstrip(":") not in LINK_SCHEMES:
+                return None
+            return _REFERENCE.sub("%26", absolute.href)
+        resolved = ada_url.URL(value, BASE).href
+    except ValueError:
+        return None
+    if not resolved.startswith(BASE):
+        return None
+    rest = _REFERENCE.sub("%26", resolved[len(BASE):])  # bleach writes "&lt;" as it is: a browser would decode it
+    return rest if rest.startswith("#") else "./" + rest
+
+
+def _attribute_url(tag: str, value: str) -> str | None:
+    """`safe_url` of an attribute value as bleach hands it over (its character references not decoded)."""
+    return safe_url(html.unescape(value), image=tag == "img")
 
 
 def _allowed(tag: str, name: str, value: str) -> bool:
     """bleach's attribute filter: which attributes survive, by tag."""
+    if (tag, name) in URL_ATTRIBUTES:
+        return _attribute_url(tag, value) is not None
     value = value.strip()
-    if tag == "a" and name == "href":
-        return _relative(value) or urlsplit(value).scheme.lower() in LINK_SCHEMES
-    if tag == "img" and name == "src":
-        return _relative(value)
     if name in ("title", "alt") and tag in ("a", "img", "abbr"):
         return True
     if name == "align" and tag in ("td", "th"):
@@ -63,10 +93,26 @@ def _allowed(tag: str, name: str, value: str) -> bool:
 def _renderer() -> Any:
     import bleach
     import mistune
+    from bleach.html5lib_shim import Filter
+
+    class WrittenAsParsed(Filter):
+        """Each kept ``href`` and ``src`` replaced by the URL `safe_url` parsed it as."""
+
+        def __iter__(self) -> Any:
+            for token in super().__iter__():
+                if token["type"] in ("StartTag", "EmptyTag"):
+                    for (namespace, name), value in list(token["data"].items()):
+                        if namespace is None and (token["name"], name) in URL_ATTRIBUTES:
+                            url = _attribute_url(token["name"], value)
+                            if url is None:
+                                del token["data"][(namespace, name)]
+                            else:
+                                token["data"][(namespace, name)] = url
+                yield token
 
     markdown = mistune.create_markdown(escape=False, plugins=["table", "strikethrough"])
     cleaner = bleach.sanitizer.Cleaner(tags=TAGS, attributes=_allowed, protocols=LINK_SCHEMES, strip=True,
-                                       strip_comments=True)
+                                       strip_comments=True, filters=[WrittenAsParsed])
     return markdown, cleaner
 
 
