@@ -19,7 +19,7 @@ import nbformat
 import playwright.sync_api as playwright_api
 import pytest
 
-from servers import answers, free_port, serving
+from tests.servers import answers, free_port, serving
 
 CHROMIUM = "/usr/bin/chromium"
 # Screenshots go to a temporary folder (DEEPAGENT_TEST_ARTIFACTS names another one to keep them).

@@ -12,7 +12,7 @@ import json
 import time
 
 import pytest
-from kernels import execute, started_kernel
+from tests.kernels import execute, started_kernel
 
 pytestmark = pytest.mark.kernel
 

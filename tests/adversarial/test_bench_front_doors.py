@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import pytest
 from IPython.core.error import UsageError
@@ -24,8 +23,7 @@ from deepagent_magics.tuning.suites import (
     hub,
 )
 
-sys.path.insert(0, str(Path(__file__).parent))
-import bench_data
+from tests.adversarial import bench_data
 
 MEAN = "rows = test_ave.to_dict('records') if hasattr(test_ave, 'to_dict') else test_ave\n" \
        "m = sum(float(r['Fare']) for r in rows) / len(rows)\nSUBMIT(result=f'@mean_fare[{m:.2f}]')"

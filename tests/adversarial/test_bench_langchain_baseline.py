@@ -4,9 +4,6 @@ when it cannot run (not installed, no LangChain model for the LM) that is one li
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("deepagents")
@@ -18,9 +15,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
 from deepagent_magics.cli import main  # noqa: E402
 from deepagent_magics.testing import ScriptedLM  # noqa: E402
 from deepagent_magics.tuning import bench, langchain_baseline  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).parent))
-import bench_data  # noqa: E402
+from tests.adversarial import bench_data  # noqa: E402
 
 CODE = {
     "mean fare": "import os\nassert os.path.exists(os.path.join(workspace, 'test_ave.csv'))\n"

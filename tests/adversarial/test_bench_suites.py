@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -19,8 +17,7 @@ from deepagent_magics.testing import ScriptedLM
 from deepagent_magics.tuning.bench import run_suite
 from deepagent_magics.tuning.suites import SuiteUnavailable, get_suite
 
-sys.path.insert(0, str(Path(__file__).parent))
-import bench_data
+from tests.adversarial import bench_data
 
 ROWS = "rows = payments.to_dict('records') if hasattr(payments, 'to_dict') else list(payments)\n"
 

@@ -12,7 +12,7 @@ import time
 
 import psutil
 import pytest
-from kernels import Cell, execute, reply_to, started_kernel
+from tests.kernels import Cell, execute, reply_to, started_kernel
 
 pytestmark = pytest.mark.kernel
 

@@ -19,7 +19,7 @@ import sys
 import time
 
 import pytest
-from kernels import execute, start_kernel, stop_kernel
+from tests.kernels import execute, start_kernel, stop_kernel
 
 from deepagent_magics import DeepAgent
 from deepagent_magics.core.run.run import Run

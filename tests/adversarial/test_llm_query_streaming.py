@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_streaming import STEPS, Probe, comparable, provider_lm, streamed
+from tests.adversarial.test_streaming import STEPS, Probe, comparable, provider_lm, streamed
 
 from deepagent_magics import DeepAgent
 from deepagent_magics.core.run.run import STEP_FINISHED, STEP_STARTED

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from kernels import started_kernel
-from test_approval_kernel import facts, run_cell
+from tests.kernels import started_kernel
+from tests.adversarial.test_approval_kernel import facts, run_cell
 
 pytestmark = pytest.mark.kernel
 

@@ -16,8 +16,8 @@ import re
 
 import ipywidgets
 import pytest
-from reply_corpus import ANSWER, GOOD, TASK, F, text, twice
-from test_what_models_send import lm_for
+from tests.adversarial.reply_corpus import ANSWER, GOOD, TASK, F, text, twice
+from tests.adversarial.test_what_models_send import lm_for
 
 from deepagent_magics import DeepAgent
 from deepagent_magics.core.loop.attempts import REPLY_RETRY

@@ -21,7 +21,7 @@ import pytest
 
 from deepagent_magics.testing import ScriptedLM
 
-from runtime_cases import CASES, make_places
+from tests.adversarial.runtime_cases import CASES, make_places
 
 
 def no_input(prompt: str = "") -> str:

@@ -19,7 +19,7 @@ import sys
 import pytest
 
 from deepagent_magics.testing import ScriptedLM
-from runtime_cases import make_places
+from tests.adversarial.runtime_cases import make_places
 
 WRITE = "import os\nopen(os.path.join(os.environ['HOME'], 'after.txt'), 'w').write('x')"
 

@@ -16,7 +16,7 @@ import pytest
 from deepagent_magics import DeepAgent
 from deepagent_magics.interpreters.pool import KernelPool
 from deepagent_magics.testing import ScriptedLM
-from runtime_cases import CASES, Places
+from tests.adversarial.runtime_cases import CASES, Places
 
 pytestmark = pytest.mark.kernel
 PICKED = ["join_expanduser", "path_open_w", "path_rename", "kept_subprocess_run", "kept_connect", "pool_write"]

@@ -1,7 +1,7 @@
 """Steering a run while it works (issue 11, part 2), at the core: the run tree's inbox.
 
 The dashboard's controls post to the inbox from a kernel thread while the cell runs
-(tests/test_steering_kernel.py, tests/test_browser_steering.py); here the posts come from the
+(tests/display/test_subshell.py, tests/display/test_controls_in_browser.py); here the posts come from the
 agent's own steps, or from another thread while a step sleeps, and the effects are checked on the
 run and on the LM requests: the run stops after the current step; the next request (and every one
 after) shows the note; the agent's next ``read_todos()`` returns the edited list.

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import dspy
 import pytest
-from reply_corpus import ANSWER, CASES, GOOD, PROSE, TASK, F, table, text, twice
+from tests.adversarial.reply_corpus import ANSWER, CASES, GOOD, PROSE, TASK, F, table, text, twice
 
 from deepagent_magics import DeepAgent
 from deepagent_magics.core.loop.attempts import REPLY_RETRY

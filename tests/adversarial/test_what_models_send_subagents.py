@@ -8,8 +8,8 @@ Same local OpenAI-compatible server and real DSPy client as `test_what_models_se
 from __future__ import annotations
 
 import pytest
-from reply_corpus import ANSWER, PROSE, SUBMIT, TASK, F, text
-from test_what_models_send import lm_for
+from tests.adversarial.reply_corpus import ANSWER, PROSE, SUBMIT, TASK, F, text
+from tests.adversarial.test_what_models_send import lm_for
 
 from deepagent_magics import DeepAgent
 from deepagent_magics.core.model.retries import PROVIDER_RETRY, RetryPolicy

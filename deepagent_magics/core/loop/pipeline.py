@@ -7,7 +7,7 @@ it sits where it does. The sync and async paths run the same list (`compose`); a
 caps: no admission; fewer steps than a stall takes: no stall check; no streaming wanted: no stream wrapper; no notes: no history rewrite).
 
 When the pipeline returns, the step opens on the run (``step_started``) and RLM runs its code.
-`tests/test_dspy_contract.py` fails loudly if RLM stops calling ``generate_action`` once per step.
+`tests/core/test_dspy_contract.py` fails loudly if RLM stops calling ``generate_action`` once per step.
 (Where each LM call's usage goes is `core.model.usage_sink`.)
 """
 

@@ -19,7 +19,7 @@ text, here and nowhere else, by overriding three of its methods:
 And the code: `as_run` takes the Markdown fences off the model's code (`code_fences`) and marks
 it `Code`, which RLM's own fence stripping (``_strip_code_fences``) leaves as it is: what is
 stored for the step is exactly what ran, even code that builds a Markdown report with fences in
-a string. `tests/test_dspy_contract.py` fails loudly when DSPy changes any of this.
+a string. `tests/core/test_dspy_contract.py` fails loudly when DSPy changes any of this.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ RLM's own history, the run's steps and its record keep every step, and the agent
 
 The one place this touches DSPy: `CompactedHistory`, a ``REPLHistory`` subclass
 whose ``format`` renders the summary and the recent steps. `StepPredict` hands it to
-the action predictor in place of RLM's history (`compact`). `tests/unit/core/model/test_compaction.py`
+the action predictor in place of RLM's history (`compact`). `tests/core/model/test_compaction.py`
 fails loudly when DSPy changes what this relies on (the ``repl_history`` keyword, a
 ``REPLHistory`` of entries with reasoning, code and output, formatted by ``format``).
 """

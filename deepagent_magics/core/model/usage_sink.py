@@ -13,7 +13,7 @@ steps. The run's loop runs in ``dspy.context(max_history_size=HISTORY_SIZE)`` (e
 module's own history) and the sink strips the heavy fields (`HEAVY_FIELDS`) of this run's entries
 older than the last `KEEP_FULL`: the same dicts DSPy keeps in
 ``dspy.clients.base_lm.GLOBAL_HISTORY`` (its 10,000-entry global history), so usage, cost and time
-stay and ``dspy.inspect_history()`` still works. `tests/test_dspy_contract.py` fails loudly if DSPy
+stay and ``dspy.inspect_history()`` still works. `tests/core/test_dspy_contract.py` fails loudly if DSPy
 stops sharing the entry objects.
 """
 
