@@ -28,8 +28,9 @@ from __future__ import annotations
 import ast
 import itertools
 import logging
+import re
 import time
-from typing import Any
+from typing import Any, Iterator
 
 from ..core.policy import fingerprint as fp
 from ..core.run.run import Run
@@ -40,6 +41,9 @@ DEFAULT_UNDO_LIMIT = 10_000_000  # bytes: the biggest object copied so that undo
 LEFT_LIMIT = 200_000_000  # bytes: the biggest value a run created that is fingerprinted at its end
 NAMESPACE_CALLS = {"globals", "vars", "locals"}
 tick = itertools.count(1).__next__  # one order for the runs' changes and the user's cells
+SCRATCH = "_tmp_"  # the prefix the prompt gives for throwaway names; `scratch_prefix` picks one no name in use has
+# IPython's own names in the namespace (input and output history, the last results): never the user's
+IPYTHON_NAMES = re.compile(r"_{1,3}|_i{1,3}|_i\d+|_\d+|_ih|_oh|_dh|_exit_code|In|Out")
 
 
 class Tracker:
@@ -56,6 +60,7 @@ class Tracker:
         self._step_refs: dict[str, Any] = {}
         self._mentioned: set[str] = set()
         self._loop_names: set[str] = set()
+        self._imported: set[str] = set()
         self.changes: list[dict[str, Any]] = run.changes if run is not None else []
 
     # ------------------------------------------------------------ around a step
@@ -75,6 +80,7 @@ class Tracker:
         self._step_refs = dict(self.namespace)
         self._mentioned = self._mentions(tree)
         self._loop_names = loop_targets(tree)
+        self._imported = imported_names(tree)
         for name in sorted(self._mentioned):
             if name in self.prints:
                 continue
@@ -95,7 +101,9 @@ class Tracker:
                 continue
             kind = "rebound" if name in self.before else "created"
             self._add(name, kind, step, value=value)
-            if name in self._loop_names or type(value).__name__ == "module":
+            if name in self._imported or type(value).__name__ == "module":
+                self.changes[-1]["imported"] = True  # not a result of the run: not "created" in its summary
+            if name in self._loop_names or self.changes[-1].get("imported"):
                 self.changes[-1]["loop"] = True  # a loop variable, an import: not a result of the run
         for name in [name for name in refs if type(name) is str and name not in namespace and name not in injected]:
             self._add(name, "deleted", step)
@@ -249,6 +257,25 @@ def assigned_names(tree: ast.AST) -> set[str]:
     return names
 
 
+def imported_names(tree: ast.AST) -> set[str]:
+    """The global names a step binds with ``import`` (outside functions and classes)."""
+    names: set[str] = set()
+    for node in _module_level(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names if alias.name != "*")
+    return names
+
+
+def _module_level(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node of ``tree`` outside the bodies of functions, classes and lambdas."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
 def loop_targets(tree: ast.AST) -> set[str]:
     """The names a step binds as loop variables (``for k in ...``) or context managers (``with ... as f``)."""
     names: set[str] = set()
@@ -259,3 +286,28 @@ def loop_targets(tree: ast.AST) -> set[str]:
         for target in targets:
             names |= {each.id for each in ast.walk(target) if isinstance(each, ast.Name)}
     return names
+
+
+# ------------------------------------------------------------------ whose names
+def is_ipython_name(name: str, shell: Any = None) -> bool:
+    """Whether ``name`` is IPython's own (``_i``, ``_oh``, ``_3``, ``__``, what the shell put in at start), not
+    a name the user made: a run that rebinds one puts it back silently, never reporting it as the user's."""
+    hidden = getattr(shell, "user_ns_hidden", None) or {}
+    return name in hidden or bool(IPYTHON_NAMES.fullmatch(name))
+
+
+def scratch_prefix(namespace: dict[str, Any] | None) -> str:
+    """`SCRATCH`, or ``_tmp2_``, ``_tmp3_``, ...: the first prefix no name in ``namespace`` starts with, so a
+    throwaway name the prompt suggests never clashes with one the user (or IPython) has."""
+    taken = [key for key in list(namespace or ()) if type(key) is str and key.startswith("_tmp")]
+    number = 1
+    while True:
+        prefix = SCRATCH if number == 1 else f"_tmp{number}_"
+        if not any(key.startswith(prefix) for key in taken):
+            return prefix
+        number += 1
+
+
+def is_scratch(name: str) -> bool:
+    """A `_`-named variable (not a dunder): the agent's scratch, removed when its run ends."""
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))

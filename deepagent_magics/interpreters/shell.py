@@ -47,7 +47,7 @@ from .kernel_side import (
     split_trailing_expression,
 )
 from .guards import exit_error, guarded
-from .provenance import DEFAULT_UNDO_LIMIT, Tracker
+from .provenance import DEFAULT_UNDO_LIMIT, Tracker, is_ipython_name, is_scratch, scratch_prefix
 from .runtime_checks import host as runtime_checks
 from .runtime_checks import lm_calls
 from .steps import StepInterpreter
@@ -63,9 +63,10 @@ _FACADE_TOKEN = "__dspy_host_token"
 
 EXECUTION_INSTRUCTIONS = (
     "Code runs in the user's live Jupyter kernel: the variables listed with the task are defined; use them by "
-    "name, never load or rebuild them. What you define stays in their notebook. Name results clearly; keep throwaway work in functions or `_`-named variables (removed "
-    "at the end). Never rebind or delete a user's variable (make `sales_clean`, not `sales = ...`). The last "
-    "line's value is echoed. A step may run {timeout:g} s."
+    "name, never load or rebuild them. What you define stays in their notebook. Name results clearly; keep "
+    "throwaway work in functions or `{scratch}`-prefixed variables (removed at the end). Never rebind or delete a "
+    "user's variable (make `sales_clean`, not `sales = ...`). The last line's value is echoed. A step may run "
+    "{timeout:g} s."
 )
 
 
@@ -164,7 +165,8 @@ class ShellInterpreter(StepInterpreter):
             if current is original:
                 continue
             restored.add(name)
-            if name not in injected and name != "__builtins__" and current is not _MISSING:
+            if name not in injected and name != "__builtins__" and current is not _MISSING \
+                    and not is_ipython_name(name, self.shell):  # IPython's history names go back silently: not the user's
                 self.reverted[name] = current
             namespace[name] = original
         return restored
@@ -341,11 +343,6 @@ def _printed(stream: Any) -> str:
     return text.rstrip("\n") + "\n" if text.strip() else ""
 
 
-def is_scratch(name: str) -> bool:
-    """A `_`-named variable (not a dunder): the agent's scratch, removed when its run ends."""
-    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
-
-
 def _shadows_builtin(name: str) -> bool:
     return not name.startswith("_") and hasattr(builtins, name)
 
@@ -379,7 +376,8 @@ class ShellInterpreterFactory:
         self.session = session
         self.timeout = timeout
         self.shell = shell
-        self.execution_instructions = EXECUTION_INSTRUCTIONS.format(timeout=timeout or float("inf"))
+        self.execution_instructions = EXECUTION_INSTRUCTIONS.format(timeout=timeout or float("inf"),
+                                                                    scratch=scratch_prefix(namespace))
 
     @classmethod
     def for_agent(cls, agent: Any, session: Session | None = None, namespace: dict[str, Any] | None = None,

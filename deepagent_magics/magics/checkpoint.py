@@ -84,6 +84,8 @@ class CheckpointMagics(AgentMagicsBase):
             if run.depth != 0:
                 continue
             names += [entry.split(" (")[0] for entry in run.config.get("names_created") or []]
+            if run.config.get("out"):
+                names.append(run.config["out"])  # the result, stored by --out after the run
             replay.append({"run": run.id, "code": [step.code for step in run.steps if step.code]})
             if run.config.get("thread"):
                 thread_ids.append(run.config["thread"])

@@ -97,6 +97,8 @@ class DeepAgentMagics(SettingTraits):
         cells = followup.recent_cells(self.shell, self.cells if args.cells is None else args.cells, cell)
 
         run = Run(task, profile=agent.profile, run_id=args.run_id)
+        if args.out:
+            run.config["out"] = args.out  # a checkpoint saves it with the names the run made
         previous = namespace.get("_deepagent_run", _NONE)
         self.runs.append(run)
         namespace["_deepagent_run"] = run

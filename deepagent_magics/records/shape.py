@@ -99,8 +99,11 @@ def _usage(raw: Any) -> dict[str, Any]:
     usage = _dict(raw)
     out: dict[str, Any] = {}
     for name in USAGE_FIELDS:
-        value = _number(usage.get(name)) or 0
-        out[name] = float(value) if name == "cost" else int(value)
+        value = _number(usage.get(name))
+        if name == "cost":  # None: calls were made and none had a price (core.run.run.Usage)
+            out[name] = None if name in usage and usage[name] is None else float(value or 0)
+        else:
+            out[name] = int(value or 0)
     return out
 
 

@@ -54,3 +54,28 @@ def test_an_unknown_name_in_braces_is_still_one_usage_error(ip):
     ip.user_ns["lm"] = ScriptedLM([("Done.", "SUBMIT(result='ok')")])
     with pytest.raises(UsageError, match=r"\{nowhere\} in the cell is not a notebook variable"):
         ip.run_cell_magic("deepagent", "--lm lm", "use {nowhere}")
+
+
+def test_the_scratch_prefix_the_prompt_gives_is_one_no_name_in_the_notebook_has(ip):
+    ip.user_ns["_tmp_rows"] = "the user's own"  # the usual prefix is taken: the run gives another
+    ip.user_ns["lm"] = lm = ScriptedLM([("Work.", "_tmp2_y = [1, 2]\ntotal = sum(_tmp2_y)"), ("Done.", "SUBMIT(result='3')")])
+    ip.run_cell("%%deepagent --lm lm --max-depth 0\nAdd").raise_error()
+    system = lm.requests[0]["system"]
+    assert "`_tmp2_`-prefixed variables (removed at the end)" in system and "`_tmp_`-prefixed" not in system
+    assert "_tmp2_y" not in ip.user_ns and ip.user_ns["total"] == 3 and ip.user_ns["_tmp_rows"] == "the user's own"
+
+
+def test_ipythons_own_names_are_put_back_silently_and_never_called_the_users(ip, capsys):
+    ip.run_cell("41 + 1", store_history=True)  # IPython's output history: _, _1 (or the next number), _i, _oh ...
+    ip.user_ns["_r"] = "the user's"
+    number = ip.execution_count - 1
+    before = {name: ip.user_ns[name] for name in ("_", "_i", "_ii", "_oh", f"_{number}", f"_i{number}")}
+    code = (f"_i = 'scratch'\n_ii = 1\n_ = 2\n_oh = {{}}\n_{number} = 'mine'\n_i{number} = 'mine too'\n"
+            "_r = 'the agent reused it'\nkept = 1")
+    ip.user_ns["lm"] = ScriptedLM([("Scratch.", code), ("Done.", "SUBMIT(result='ok')")])
+    ip.run_cell("%%deepagent --lm lm --max-depth 0\nScratch").raise_error()
+    run = ip.user_ns["_deepagent_run"]
+    assert all(ip.user_ns[name] is value for name, value in before.items())  # IPython's, back as they were
+    assert ip.user_ns["_r"] == "the user's" and list(run.reverted) == ["_r"]  # only the user's name is theirs
+    out = capsys.readouterr().out
+    assert "deepagent: restored your variables _r;" in out and "_i" not in out.split("restored your variables")[1]

@@ -26,6 +26,7 @@ MAX_STEPS_SHOWN = 8
 MAX_NAMES = 30
 CONTEXT_BUDGET = 4000  # characters of earlier turns; older turns shrink to one line first
 HEADER = "This cell continues an earlier conversation"
+IMPORTED = "imported"  # a names_created entry ``name (imported)``: bound by the run's ``import``
 
 
 class UnknownThread(UserError, ValueError):
@@ -58,8 +59,12 @@ class Turn:
         if not full:
             return f"{head} -> {_first_line(self.result, 120)}"
         lines = [head, "  result:" + _result_lines(self.result, TURN_RESULT_CHARS, self.run)]
-        if self.names:
-            lines.append(f"  names created: {', '.join(self.names[:MAX_NAMES])}")
+        made = [name for name in self.names if not name.endswith(f"({IMPORTED})")]
+        imported = [name.split(" (")[0] for name in self.names if name.endswith(f"({IMPORTED})")]
+        if made:
+            lines.append(f"  names created: {', '.join(made[:MAX_NAMES])}")
+        if imported:
+            lines.append(f"  imported: {', '.join(imported[:MAX_NAMES])}")
         if self.files:
             lines.append(f"  files written: {', '.join(self.files[:MAX_NAMES])}")
         if self.steps:
@@ -74,12 +79,14 @@ class Thread:
     id: str
     turns: list[Turn] = field(default_factory=list)
 
-    def context(self) -> str:
-        """The earlier turns within `CONTEXT_BUDGET`: the oldest shrink to one line, then drop; the newest stays whole."""
+    def context(self, namespace: dict[str, Any] | None = None) -> str:
+        """The earlier turns within `CONTEXT_BUDGET`: the oldest shrink to one line, then drop; the newest stays
+        whole. The head says which of the names they made ``namespace`` holds now (all, or which are missing:
+        the kernel restarted and nothing, or not everything, was restored)."""
         if not self.turns:
             return ""
-        header = (f"{HEADER} (thread {self.id}, {len(self.turns)} earlier turn(s); their names are in "
-                  "the namespace unless the kernel restarted). print(context) shows all of this.")
+        header = (f"{HEADER} (thread {self.id}, {len(self.turns)} earlier turn(s); "
+                  f"{_names_now(self.turns, namespace or {})}). print(context) shows all of this.")
         numbered = list(enumerate(self.turns, start=1))
         full = [True] * len(numbered)
         while True:
@@ -153,13 +160,14 @@ def join(run: Run, thread: Any, namespace: dict[str, Any], context: str, root: A
     else:
         current = find(str(thread), root)
     remember(current)
-    earlier = current.context()
+    earlier = current.context(namespace)
     run.config["thread"] = current.id
     before = _snapshot(namespace)
 
     def on_event(event: Event) -> None:
         if event.run is run and event.kind == STATUS and run.ended_at is not None:
-            run.config["names_created"] = _created(namespace, before)
+            imported = {change["name"] for change in getattr(run, "changes", ()) if change.get("imported")}
+            run.config["names_created"] = _created(namespace, before, imported)
             with _lock:
                 if all(turn.run != run.id for turn in current.turns):
                     current.turns.append(Turn.from_run(run.to_dict()))
@@ -169,18 +177,34 @@ def join(run: Run, thread: Any, namespace: dict[str, Any], context: str, root: A
     return "\n\n".join(part for part in (earlier, context) if part)
 
 
+def _names_now(turns: list[Turn], namespace: dict[str, Any]) -> str:
+    """Whether the names the earlier turns made are defined now, said truthfully."""
+    made = list(dict.fromkeys(entry.split(" (")[0] for turn in turns for entry in turn.names))
+    missing = [name for name in made if name not in namespace]
+    if not made:
+        return "they left no names"
+    if not missing:
+        return "the names they made are defined"
+    if len(missing) == len(made):
+        return "none of the names they made is defined now"
+    shown = ", ".join(missing[:MAX_NAMES]) + (f" and {len(missing) - MAX_NAMES} more" if len(missing) > MAX_NAMES else "")
+    return f"of the names they made, {shown} {'is' if len(missing) == 1 else 'are'} not defined now"
+
+
 def _snapshot(namespace: dict[str, Any]) -> dict[str, int]:
     return {name: id(value) for name, value in list(namespace.items()) if not name.startswith("_")}
 
 
-def _created(namespace: dict[str, Any], before: dict[str, int]) -> list[str]:
+def _created(namespace: dict[str, Any], before: dict[str, int], imported: set[str] = frozenset()) -> list[str]:
+    """``name (type)`` for each name the run bound, ``name (imported)`` for one its ``import`` bound (modules
+    aside): a checkpoint saves both, the next turn is told which is which."""
     names = []
     for name, value in list(namespace.items()):
         if name.startswith("_") or before.get(name) == id(value) or callable(value) and name == "SUBMIT":
             continue
         if type(value).__name__ == "module":
             continue
-        names.append(f"{name} ({type(value).__name__})")
+        names.append(f"{name} ({IMPORTED if name in imported else type(value).__name__})")
     return names[:MAX_NAMES]
 
 

@@ -51,12 +51,15 @@ Listener = Callable[[Event], None]
 @dataclass
 class Usage:
     """LM calls, tokens and cost. ``run.usage`` is one run's own (the root's calls, its ``llm_query``s);
-    ``run.tree_usage()`` adds every sub-agent's: what displays, listings and spend caps show."""
+    ``run.tree_usage()`` adds every sub-agent's: what displays, listings and spend caps show.
+
+    ``cost`` is what the provider priced, in USD, and None when calls were made and none had a price (a
+    local server, a model LiteLLM has no price for): the same thing `cost_text` says, never a made-up 0.0."""
 
     lm_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    cost: float = 0.0  # USD of the calls the provider priced
+    cost: float | None = 0.0  # USD of the calls the provider priced; None: every call was unpriced
     cached_input_tokens: int = 0  # of input_tokens, read from the provider's prompt cache (core.model.caching)
     unpriced_calls: int = 0  # calls with no price (a local server, a model LiteLLM has no price for)
 
@@ -65,13 +68,17 @@ class Usage:
         self.lm_calls += 1
         self.input_tokens += int(input_tokens or 0)
         self.output_tokens += int(output_tokens or 0)
-        self.cost += float(cost or 0.0)
         self.cached_input_tokens += int(cached_tokens or 0)
         self.unpriced_calls += cost is None
+        self._set_cost((self.cost or 0.0) + float(cost or 0.0))
 
     def merge(self, other: "Usage") -> None:
-        for name in ("lm_calls", "input_tokens", "output_tokens", "cost", "cached_input_tokens", "unpriced_calls"):
+        for name in ("lm_calls", "input_tokens", "output_tokens", "cached_input_tokens", "unpriced_calls"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        self._set_cost((self.cost or 0.0) + (other.cost or 0.0))
+
+    def _set_cost(self, priced: float) -> None:
+        self.cost = None if self.lm_calls and self.unpriced_calls >= self.lm_calls else priced
 
     @property
     def tokens(self) -> int:
@@ -79,7 +86,7 @@ class Usage:
 
     def cost_text(self) -> str:
         """``$0.0123``; ``cost unknown`` when no call had a price, never a made-up ``$0.0000``."""
-        if self.lm_calls and self.unpriced_calls >= self.lm_calls:
+        if self.cost is None:
             return "cost unknown"
         priced = f"${self.cost:.4f}"
         return f"{priced} + {self.unpriced_calls} unpriced calls" if self.unpriced_calls else priced
@@ -94,7 +101,9 @@ class Usage:
                 numbers[name] = (float if name == "cost" else int)(data.get(name) or 0)
             except (TypeError, ValueError):
                 numbers[name] = 0
-        return cls(**numbers)
+        usage = cls(**numbers)
+        usage._set_cost(usage.cost or 0.0)
+        return usage
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -102,7 +111,7 @@ class Usage:
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cached_input_tokens": self.cached_input_tokens,
-            "cost": round(self.cost, 6),
+            "cost": None if self.cost is None else round(self.cost, 6),
             "unpriced_calls": self.unpriced_calls,
         }
 
