@@ -70,5 +70,8 @@ def skill_tools() -> list:
 
 
 def offer_skills(agent: Any, root: Any) -> str:
-    """For each run's prompt: the skills' names and descriptions, bounded (`core.workspace.skills.listing`)."""
-    return listing(find_skills(root, getattr(agent, "skills_dir", None))[0])
+    """For each run's prompt: the skills' names and whole descriptions, the most relevant to the run's task first,
+    within a budget (`core.workspace.skills.listing`)."""
+    session = _session.active()  # the run being set up (none when %deepagent_prompt shows the prompt)
+    task = str(session.run.task or "") if session is not None else ""
+    return listing(find_skills(root, getattr(agent, "skills_dir", None))[0], task)

@@ -12,12 +12,14 @@ Every folder is a temporary one (the user-wide folder comes from ``DEEPAGENT_SKI
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 from IPython.core.error import UsageError
 
 from deepagent_magics import DeepAgent
-from deepagent_magics.core.workspace.skills import LISTED, SkillError, find_skills, front_matter
+from deepagent_magics.core.workspace.skills import (LISTED, LISTED_CHARS, MAX_DESCRIPTION, Skill, SkillError,
+                                                    find_skills, front_matter, listing)
 from deepagent_magics.testing import ScriptedLM
 
 SECRET = "TOP-SECRET-OUTSIDE-THE-SKILL"
@@ -65,18 +67,45 @@ def test_a_skill_is_listed_in_the_prompt_and_read_on_demand(dirs):
     assert "'where': 'user'" in run.steps[0].output and "'where': 'workspace'" in run.steps[0].output
 
 
-def test_fifty_skills_cost_a_bounded_listing_not_fifty_documents(dirs):
+def test_a_whole_description_reaches_the_model_up_to_the_specs_limit(dirs):
+    workspace, _, _ = dirs
+    description = ("Procedure for testing whether a numeric variable differs between two groups (assumption checks, "
+                   "Welch t-test or Mann-Whitney U, effect size, reporting). " + "Detail. " * 100
+                   + "Use when asked to compare two groups or samples.")
+    assert len(description) <= MAX_DESCRIPTION
+    make_skill(workspace / "skills", "compare-two-groups", description)
+    lm = ScriptedLM([("Done.", "SUBMIT(result='ok')")])
+    DeepAgent(lm=lm, workspace=workspace, max_depth=0).run("Compare two groups", namespace={})
+    assert f"- compare-two-groups: {description}\n" in lm.requests[0]["system"] + "\n"  # whole, "Use when..." kept
+
+
+def test_fifty_skills_cost_a_bounded_listing_ranked_by_the_task_never_a_cut_sentence(dirs):
     workspace, _, _ = dirs
     for n in range(50):
-        make_skill(workspace / "skills", f"skill-{n:02d}", f"Does thing {n}. " + "x" * 900, body="DOC-" * 500)
+        make_skill(workspace / "skills", f"skill-{n:02d}", f"Does thing {n}. " + "x" * 900 + " Use when it fits.",
+                   body="DOC-" * 500)
+    make_skill(workspace / "skills", "zz-invoices", "Reconcile supplier invoices against the ledger. " + "y" * 900
+               + " Use when asked about invoices.")
     lm = ScriptedLM([("Count.", "n = len(list_skills())\nprint(n)"), ("Done.", "SUBMIT(result=str(n))")])
-    run = DeepAgent(lm=lm, workspace=workspace, max_depth=0).run("Look", namespace={})
-    assert run.result == "50"
+    run = DeepAgent(lm=lm, workspace=workspace, max_depth=0).run("Reconcile the invoices of March", namespace={})
+    assert run.result == "51"
     first = lm.requests[0]["system"]
-    listed = [line.strip() for line in first.splitlines() if line.strip().startswith("- skill-")]
-    assert len(listed) == LISTED and all(len(line) < 200 for line in listed)
-    assert f"{50 - LISTED} more: `list_skills()`" in first
+    described = [line for line in first.splitlines() if re.match(r"- [a-z0-9-]+: ", line)]
+    assert described[0].startswith("- zz-invoices: Reconcile") and described[0].endswith("Use when asked about invoices.")
+    assert all(line.endswith("Use when it fits.") for line in described[1:])  # whole, or not described at all
+    assert sum(map(len, described)) <= LISTED_CHARS and "…" not in first
+    also = next(line for line in first.splitlines() if line.startswith("- also (`list_skills()` describes them): "))
+    named = also.split(": ", 1)[1].split(", ")
+    assert len(described) + len(named) == 51  # every skill at least named
     assert "DOC-DOC" not in first
+
+
+def test_a_very_long_list_of_skills_says_how_many_more_there_are():
+    from pathlib import Path as _Path
+
+    skills = [Skill(f"s-{n:03d}", "Short.", _Path("."), "workspace") for n in range(LISTED + 7)]
+    text = listing(skills, "anything")
+    assert text.count("s-") == LISTED and f"- ... 7 more: `list_skills()` lists them all" in text
 
 
 HOSTILE_PATHS = ["sibling/SKILL.md", "../secret.txt", "../../secret.txt", "/etc/passwd", "~/.bashrc", "scripts/../../secret.txt",
