@@ -4,6 +4,7 @@ the public API at the top, and the old import paths still working with a warning
 from __future__ import annotations
 
 import ast
+import re
 import importlib
 import sys
 import warnings
@@ -218,3 +219,35 @@ def test_names_that_became_packages_keep_their_names():
         from deepagent_magics.magics import AgentFailed, DeepAgentMagics, interpolate  # noqa: F401
         from deepagent_magics.records import RunRecorder, load_record, replay, runs_dir  # noqa: F401
         from deepagent_magics.tools import edit_file, write_file, write_todos  # noqa: F401
+
+
+def test_docstrings_name_modules_that_exist():
+    """A docstring's `module` or `module.name` (single backticks) names a module of the package that exists
+    and, after it, a name that module defines; a module renamed leaves no docstring pointing at its old name."""
+    from deepagent_magics._compat import MOVED
+
+    found = modules()
+    leaves = {name.rpartition(".")[2] for name in found} | {name.split(".")[-2] for name in found if "." in name}
+    old = {moved.rpartition(".")[2]: MOVED[moved][0] for moved in MOVED if moved.rpartition(".")[2] not in leaves}
+    wrong = []
+    for name, path in found.items():
+        if name == "deepagent_magics._compat":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for reference in re.findall(r"(?<!`)`([a-z_][\w.]*)`(?!`)", ast.get_docstring(node) or ""):
+                parts = reference.split(".")
+                if parts[0] in old:
+                    wrong.append(f"{name}: `{reference}` (that module is {old[parts[0]]} now)")
+                    continue
+                for k in range(len(parts), 0, -1):
+                    suffix = ".".join(parts[:k])
+                    targets = [found[m] for m in found if m.endswith("." + suffix)]
+                    if targets:
+                        rest = parts[k:]
+                        if rest and not any(re.search(rf"^(?:def |class |async def )?{rest[0]}\b", target.read_text(),
+                                                      re.M) for target in targets):
+                            wrong.append(f"{name}: `{reference}` ({suffix} defines no {rest[0]})")
+                        break
+    assert not wrong, "\n".join(wrong)

@@ -147,7 +147,7 @@ class ToolBridge:
 def _awaited(tool: Callable[..., Any]) -> Callable[..., Any]:
     """``tool``, with a coroutine it returns run to completion (RLM wraps async tools in async functions).
 
-    DSPy's facade call tool calls its LM with a Request, not the deprecated ``messages=`` (`lm_requests`)."""
+    DSPy's facade call tool calls its LM with a Request, not the deprecated ``messages=`` (`core.model.facade_requests`)."""
     tool = facade_requests(tool)
 
     @functools.wraps(tool)

@@ -102,7 +102,7 @@ AST_LOCK = threading.Lock()
 def exec_step(body, tail, filename, namespace, scope=None):
     """Run a step's statements, then evaluate its trailing expression (``tail``, or None): its value.
 
-    With a ``scope`` (`runtime_checks.scope`) the step is registered with the runtime checks while the
+    With a ``scope`` (`runtime_checks.hook.scope`) the step is registered with the runtime checks while the
     agent's code runs: this function's own frame is how the audit hook knows the code above it is the
     agent's (`runtime_checks.hook`).
 

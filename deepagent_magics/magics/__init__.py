@@ -1,6 +1,7 @@
 """The IPython layer: thin magics over the core, registered by ``%load_ext deepagent_magics``.
 
-- `run`: ``%%deepagent`` and ``%deepagent_config`` (`DeepAgentMagics`, whose traitlets are the defaults)
+- `task_cell`: ``%%deepagent`` and ``%deepagent_config`` (`DeepAgentMagics`, whose traitlets are the defaults);
+  `configured`: what the magics after it share
 - `inspect`: ``%deepagent_runs``, ``%deepagent_trace``, ``%deepagent_export``
 - `prompts`: ``%deepagent_prompt``; `tuning`: ``%deepagent_eval``, ``%deepagent_optimize``; `bench`: ``%deepagent_bench``
 - `memory`: ``%deepagent_memory``; `checkpoint`: ``%deepagent_checkpoint``, ``%deepagent_resume``

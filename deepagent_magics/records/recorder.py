@@ -6,7 +6,7 @@ leaves what it did so far. Writes are atomic (a temporary file renamed over) and
 throttled: at most one every ``min_interval`` seconds, and never more than a
 small share of the run's time (a write costs O(record), so writing after every
 event would be quadratic). A timer writes what a throttled event left pending.
-Every string is scrubbed of secrets again first (`redaction`; the run already scrubbed what
+Every string is scrubbed of secrets again first (`core.run.secrets`; the run already scrubbed what
 it stored), and the record names its writer process (`liveness`), so a reader can tell a
 run whose process died (``abandoned``) from one still running. The record is signed with the
 host key (`host_key`): only a signed record is continued as the user's earlier turn.

@@ -3,10 +3,10 @@
 Reading is defensive, because anything can write there (the agent can, with ``write_file``):
 only regular files up to `MAX_RECORD_BYTES` are read (a FIFO or ``/dev/zero`` behind a name
 cannot hang or fill the notebook), the JSON is reshaped into a well-formed record
-(`shape`), scrubbed of secrets again (`redaction`), and a run whose writing process died
+(`shape`), scrubbed of secrets again (`core.run.secrets`), and a run whose writing process died
 mid-run reads as ``abandoned`` (`liveness`). Each record read says whether the host wrote it
 (``record["_host_written"]``: its MAC checks with the host key, `host_key`); only such a record is
-taken back as trusted state (a thread continued after a kernel restart, `threads`). Any other is
+taken back as trusted state (a thread continued after a kernel restart, `conversations`). Any other is
 still listed and shown, escaped, like every record.
 """
 

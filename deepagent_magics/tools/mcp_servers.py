@@ -53,7 +53,7 @@ def _background_loop() -> asyncio.AbstractEventLoop:
 
 
 def _target(spec: str) -> Any:
-    """What `mcp.Client` connects to: a URL as is, a command line as stdio parameters."""
+    """What the SDK's ``mcp.Client`` connects to: a URL as is, a command line as stdio parameters."""
     from mcp import StdioServerParameters
 
     if re.match(r"https?://", spec):

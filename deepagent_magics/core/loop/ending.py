@@ -1,6 +1,6 @@
 """How a run ends before the agent answers: a spend cap reached, the user's stop, or a stalled agent.
 
-`observer.StepPredict` remembers, at each step, what it showed the LM (`remember`); when the next
+`pipeline.StepPredict` remembers, at each step, what it showed the LM (`remember`); when the next
 step may not start (`spend.CapReached`), or the user stops the run (`stopping.StopRun`: the stop
 button at a step boundary, ``q`` at an approval question), `DeepAgent` ends the run here:
 

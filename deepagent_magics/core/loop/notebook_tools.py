@@ -4,7 +4,7 @@ A notebook function keeps its name, signature and docstring (what the agent read
 runs where it was defined: in the notebook's process, with the notebook's state, also when
 a sub-agent in another kernel calls it (over the kernel's tool bridge). Around it:
 
-- a coroutine it returns is awaited (`calling.run_coroutine`, in a copy of the caller's context);
+- a coroutine it returns is awaited (`tool_binding.run_coroutine`, in a copy of the caller's context);
 - an exception it raises comes back to the agent as an ``Error: ...`` string, which the agent
   reads and acts on: it never ends the run (a KeyboardInterrupt, or a stopped sub-agent's
   cancellation, still does: they are not the tool's failure);

@@ -5,7 +5,7 @@ RLM hands interpreters keyword-only wrappers (``invoke(**kwargs)``) that carry t
 original function's ``__signature__``; models write ``read_file("a.txt", 10)``. For an
 ``async def`` tool RLM's wrapper is a coroutine function: agent code calls it like any
 other tool and gets the value, as in DSPy's own interpreters (`awaiting`, `run_coroutine`).
-DSPy's sandbox facade call tool calls its LM with a Request, not ``messages=`` (`lm_requests`).
+DSPy's sandbox facade call tool calls its LM with a Request, not ``messages=`` (`core.model.facade_requests`).
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def _flatten(bound: inspect.BoundArguments, signature: inspect.Signature) -> dic
 def awaiting(tool: Callable[..., Any]) -> Callable[..., Any]:
     """``tool`` as a plain function: an awaitable it returns is run to completion (`run_coroutine`).
 
-    DSPy's facade call tool is given its LM as a `RequestLM` (`lm_requests.facade_requests`)."""
+    DSPy's facade call tool is given its LM as a `RequestLM` (`core.model.facade_requests`)."""
     tool = facade_requests(tool)
 
     def call(*args: Any, **kwargs: Any) -> Any:

@@ -5,7 +5,7 @@ the magic's configured default (``%deepagent_config --lm``), the notebook's
 ``dspy.configure(lm=...)``, then the ``DEEPAGENT_LM`` environment variable.
 A spec is an LM, a notebook variable holding one, a model id (``openai/gpt-4o-mini``), or
 ``local`` / ``local:PATH.gguf``: a llama.cpp server in this process (`local_server`).
-The keys of every LM resolved here are secrets from then on (`redaction`).
+The keys of every LM resolved here are secrets from then on (`core.run.secrets`).
 """
 
 from __future__ import annotations

@@ -6,14 +6,14 @@ copy `retries.with_retries` makes, whose class puts `StreamingQueries` first: a 
 like an ``llm_query`` (one prompt string, no other arguments) made while a step of the active
 run is running is made as DSPy's async call with a `QueryStream` as its ``send_stream``, in
 the calling thread (or a helper thread beside a running event loop), exactly as
-`streaming.call` does for a step. Each query of a run gets a number; `LLM_QUERY_STREAMING`
+`step_streaming.call` does for a step. Each query of a run gets a number; `LLM_QUERY_STREAMING`
 events say ``tool`` ("llm_query"), ``step`` (the running step), ``query`` (its number), ``text``
-(the newest `streaming.SHOWN_CHARS` of the answer so far, scrubbed), ``elapsed``, and
+(the newest `step_streaming.SHOWN_CHARS` of the answer so far, scrubbed), ``elapsed``, and
 ``done`` (the last event of a query).
 
 The answer is the same (a streamed call returns what the plain one does), the event is
-transient (`streaming.TRANSIENT`: the record and the event log skip it), and it falls back to
-the plain call, silently, everywhere `streaming.call` does: not DSPy's client, an opted-out
+transient (`event_kinds.TRANSIENT`: the record and the event log skip it), and it falls back to
+the plain call, silently, everywhere `step_streaming.call` does: not DSPy's client, an opted-out
 run, something else already streaming, a server that will not stream, and a stream cut off
 midway (asked again, whole and unstreamed, once). Any other call (a step's fallback with
 messages, the compaction summary between steps) is the plain call.

@@ -1,7 +1,7 @@
 """Streaming: the reasoning and code of the step the model is writing, on the run's events as they arrive.
 
 A step's LM call can take many seconds. When the run's LM is DSPy's own client, the
-action predictor (`observer.StepPredict`) asks it to stream: the call goes through
+action predictor (`core.loop.pipeline.StepPredict`) asks it to stream: the call goes through
 ``dspy.Predict.aforward`` with a `StepStream` as DSPy's ``send_stream`` (what
 ``dspy.streamify`` sets up), so every chunk the provider sends arrives here, in the
 calling thread (or, under a running event loop such as a notebook's, a helper thread

@@ -6,7 +6,7 @@ the same one through its parents (`budget_of`), so the caps hold for the tree to
 
 Checked *before* each LM call starts, under one lock, exact under concurrency:
 
-- the agent's steps (`observer.StepPredict`) and ``llm_query``/``llm_query_batched`` (the
+- the agent's steps (`core.loop.pipeline.StepPredict`) and ``llm_query``/``llm_query_batched`` (the
   session's tool wrapper) ask the budget to `admit` them; a refused call never starts
   (`CapReached`);
 - a call admitted *reserves* what it is expected to cost (the largest call the tree has made so

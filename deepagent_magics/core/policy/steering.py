@@ -3,7 +3,7 @@
 A run tree has one `Steering` inbox, on its root run (`steering_of`). Anything may post to it
 from any thread (the dashboard's controls do, from the kernel thread that handles their
 messages); the agent's loop reads it at its step boundaries, before it asks the LM for the next
-step (`observer.StepPredict` calls `before_step`):
+step (`core.loop.pipeline.StepPredict` calls `before_step`):
 
 - **stop**: the next step of every agent in the tree is not asked for; the run ends ``stopped``
   (`StopRequested`, which is `stopping.StopRun`: one exception for every stop), everything it did kept;

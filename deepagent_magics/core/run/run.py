@@ -9,7 +9,7 @@ to its own listeners and then bubble up to every ancestor's, so one listener on
 the root run sees the whole tree (``event.run`` says which run it came from).
 
 Secrets never enter a run: every text it stores and emits (task, reasoning, code,
-output, tool arguments, todos, result, error) is scrubbed first (`redaction`), so
+output, tool arguments, todos, result, error) is scrubbed first (`secrets`), so
 nothing that listens or cuts texts short afterwards can show a piece of one.
 """
 

@@ -4,8 +4,8 @@
   questions, ``@name[value]`` answers); `oolong`: OOLONG-synth (long-context aggregation);
   `sklearn_data`: the offline suite, questions over scikit-learn's bundled datasets, answered by the
   reference code in `sklearn_questions` (nothing to download)
-- `base`: what a suite and a task are; `hub`: the cache and the Hugging Face download;
-  `files`: files to notebook variables
+- `suite`: what a suite and a task are; `hub`: the cache and the Hugging Face download;
+  `reading`: files to notebook variables
 
 Each suite scores with its own published rule. `tuning.bench` runs them; docs/quality.md.
 """
