@@ -37,12 +37,14 @@ chromium:
 		&& { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
 		|| echo "make: chromium is missing and cannot be installed here (needs root and apt-get)"; }
 
-# Sub-agent kernels run in bubblewrap (docs/safety.md): installed here the same way; the sandbox tests fail
-# without it and say so (DEEPAGENT_SKIP_SANDBOX=1 turns that into a named skip).
+# Sub-agent kernels run in bubblewrap under a seccomp filter that libseccomp compiles (docs/safety.md):
+# installed here the same way; the sandbox tests fail without them and say so (DEEPAGENT_SKIP_SANDBOX=1
+# turns that into a named skip).
 bubblewrap:
-	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
-		&& { apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; } \
-		|| echo "make: bubblewrap is missing and cannot be installed here (needs root and apt-get)"; }
+	@{ command -v bwrap >/dev/null 2>&1 && /sbin/ldconfig -p | grep -q 'libseccomp\.so\.2'; } \
+		|| { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& { apt-get update -qq && apt-get install -y -qq bubblewrap libseccomp2 >/dev/null; } \
+		|| echo "make: bubblewrap or libseccomp2 is missing and cannot be installed here (needs root and apt-get)"; }
 
 bench: $(VENV)/.installed-test+bench
 	$(BIN)/python -m bench.run

@@ -118,13 +118,28 @@ def not_sandboxed(run: Run) -> str | None:
     return None
 
 
+def unfiltered(run: Run) -> str | None:
+    """Why ``run`` (a sub-agent) ran in bubblewrap without the sandbox's seccomp filter; None if it had it
+    (or was not sandboxed by bubblewrap, or is not a sub-agent)."""
+    isolation = run.config.get("sandbox") if run.parent is not None else None
+    if isinstance(isolation, dict) and isolation.get("sandbox") == "bubblewrap" and isolation.get("seccomp") is False:
+        missing = isolation.get("missing")
+        return str((missing.get("seccomp") if isinstance(missing, dict) else None) or "not applied")
+    return None
+
+
 def not_sandboxed_line(run: Run) -> str | None:
-    """The one line a run says when any of its sub-agents ran unsandboxed (None: none did)."""
+    """The one line a run says when any of its sub-agents ran unsandboxed, or sandboxed without the seccomp
+    filter (None: every one had the whole sandbox)."""
     reason = next((reason for each in run.walk() if (reason := not_sandboxed(each))), None)
-    if reason is None:
-        return None
-    return (f"deepagent: sub-agents ran NOT sandboxed ({head_line(reason, 120)}): their code could write wherever "
-            "you can; install bubblewrap, or --require-sandbox to refuse")
+    if reason is not None:
+        return (f"deepagent: sub-agents ran NOT sandboxed ({head_line(reason, 120)}): their code could write "
+                "wherever you can; install bubblewrap, or --require-sandbox to refuse")
+    reason = next((reason for each in run.walk() if (reason := unfiltered(each))), None)
+    if reason is not None:
+        return (f"deepagent: sub-agents ran sandboxed without a seccomp filter ({head_line(reason, 120)}): no "
+                "capability, but the system calls a kernel never needs were not refused; install libseccomp2")
+    return None
 
 
 def usage_parts(run: Run) -> list[str]:

@@ -34,6 +34,8 @@ from deepagent_magics.interpreters.pool.sandbox import SandboxPolicy
 from deepagent_magics.testing import ScriptedLM
 
 pytestmark = pytest.mark.kernel
+# What the record says of every sandbox here besides its mounts (test_sandbox_privileges.py proves each).
+HARDENED = {"capabilities": "none", "no_new_privileges": True, "user_namespace": True, "seccomp": True}
 
 
 @pytest.fixture(autouse=True)
@@ -109,7 +111,7 @@ def test_a_sub_agent_writes_its_workspace_and_nothing_else(pool, tmp_path, home)
         assert child.status == "finished", child.error
         assert (workspace / "mine.txt").read_text() == "planted by a sub-agent"
         assert [name for name, path in targets.items() if os.path.exists(path)] == []
-        assert child.config["sandbox"] == {"sandbox": "bubblewrap", "network": False}  # the record says so
+        assert child.config["sandbox"] == {"sandbox": "bubblewrap", "network": False, **HARDENED}  # the record says so
     finally:
         for name in os.listdir(outside):
             os.unlink(os.path.join(outside, name))
@@ -368,7 +370,7 @@ def test_network_off_a_sub_agent_cannot_reach_a_listener_on_the_hosts_loopback(p
 def test_network_on_by_the_setting_it_can(tmp_path, listener):
     with KernelPool(size=0, sandbox=SandboxPolicy(network=True)) as networked:
         assert run_in_kernel(networked, tmp_path, CONNECT.format(port=listener.getsockname()[1])) == "connected"
-        assert networked.isolation == {"sandbox": "bubblewrap", "network": True}
+        assert networked.isolation == {"sandbox": "bubblewrap", "network": True, **HARDENED}
     assert accepted(listener)
 
 

@@ -31,7 +31,7 @@ from ...errors import DeepAgentError
 from ...core.loop.tool_binding import run_coroutine
 from .. import kernel_side
 from ..kernel_side import RUNTIME_NAME
-from . import launcher, lifecycle, sandbox
+from . import launcher, lifecycle, sandbox, seccomp
 from .sandbox import SandboxPolicy
 
 log = logging.getLogger(__name__)
@@ -119,6 +119,7 @@ class Kernel:
         self.started_at: float | None = None
         self.log_path = os.path.join(self.dir, "kernel.log")
         self.preinstalled: frozenset[str] = frozenset()  # set-up code already run in the kernel
+        self._seccomp_fd: int | None = None  # the sandbox's seccomp filter, open while bwrap starts
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------ lifecycle
@@ -126,10 +127,11 @@ class Kernel:
         """Launch the kernel (in its sandbox), connect a client and install the kernel-side runtime."""
         try:
             env = self._confine(cwd)
+            passed = (lifecycle.lifeline(), *([] if self._seccomp_fd is None else [self._seccomp_fd]))
             with open(self.log_path, "wb") as output:  # the kernel's own logs, not the notebook's
                 def starting() -> Any:
                     return self.manager.start_kernel(cwd=self.workspace or cwd or os.getcwd(), stdout=output,
-                                                     stderr=output, pass_fds=(lifecycle.lifeline(),),
+                                                     stderr=output, pass_fds=passed,
                                                      **({"env": env} if env is not None else {}))
 
                 # A sandbox dies with the thread that starts it (bwrap --die-with-parent): the launcher's
@@ -138,6 +140,10 @@ class Kernel:
         except Exception as exc:
             self.close()
             raise KernelStartError(f"could not start kernel {self.kernel_name!r}: {exc}") from exc
+        finally:
+            if self._seccomp_fd is not None:  # bwrap has read it (or never will)
+                os.close(self._seccomp_fd)
+                self._seccomp_fd = None
         provisioner = self.manager.provisioner
         self.pid, self.pgid = getattr(provisioner, "pid", None), getattr(provisioner, "pgid", None)
         self.started_at = time.time()
@@ -176,8 +182,9 @@ class Kernel:
         self.workspace = self.workspace or os.path.realpath(cwd or os.getcwd())
         os.makedirs(os.path.join(self.workspace, ".deepagent"), exist_ok=True)  # exists, so bound read-only
         network = self.sandbox.network
+        self._seccomp_fd = seccomp_fd = seccomp.open_program() if sandbox.hardening(network).seccomp else None
         self._specs.wrap = lambda argv: sandbox.wrap(argv, workspace=self.workspace, kernel_dir=self.dir,
-                                                     network=network)
+                                                     network=network, seccomp_fd=seccomp_fd)
         self.isolation = self.sandbox.isolation()
         return sandbox.environment(dict(os.environ))
 

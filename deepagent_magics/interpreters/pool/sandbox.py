@@ -19,7 +19,9 @@ its code can reach, it can write. So each local kernel starts inside ``bwrap`` (
   ends the sandbox with the host (with the host's thread that started it: `launcher` starts every
   sandbox on a thread that lives as long as the host), even while the kernel is still starting,
   and ends the kernel with the ``bwrap`` process holding it, whoever kills that;
-- its own network namespace (no network, loopback included) unless the policy allows the network.
+- its own network namespace (no network, loopback included) unless the policy allows the network;
+- no capability, whoever starts it, no new privileges, its own user namespace where the kernel allows
+  one and a seccomp filter where libseccomp is installed (`hardening`, `seccomp`).
 
 Where ``bwrap`` cannot run (not installed, no user namespaces, not Linux), `SandboxPolicy.status`
 says why; the pool then starts kernels unsandboxed and marks them so, or refuses when the policy
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ...core.run.secrets import is_secret_name
+from .hardening import Hardening, probe as probe_hardening
 
 BWRAP = "bwrap"  # the program; tests point it elsewhere to play a machine without it
 # Under the home, hidden even when the workspace contains the home (the workspace is bound over it).
@@ -57,7 +60,7 @@ HOST_ONLY_ENV = ("IPYTHONDIR", "PYTHONSTARTUP", "JUPYTER_CONFIG_DIR", "JUPYTER_D
                  "JUPYTER_RUNTIME_DIR", "JUPYTER_PATH", "JUPYTER_CONFIG_PATH", "JUPYTER_TOKEN", "JPY_SESSION_NAME")
 PROBE_TIMEOUT = 10.0
 
-_probed: dict[tuple[str, bool], str | None] = {}
+_probed: dict[tuple[str, bool], Hardening | str] = {}  # what bwrap applies here, or why it cannot run
 _probe_lock = threading.Lock()
 
 
@@ -83,7 +86,7 @@ class SandboxPolicy:
         """What a sub-agent's record says about its kernel's confinement."""
         reason = self.status()
         if reason is None:
-            return {"sandbox": "bubblewrap", "network": self.network}
+            return {"sandbox": "bubblewrap", "network": self.network, **hardening(self.network).record()}
         return {"sandbox": "none", "reason": reason}
 
 
@@ -94,6 +97,17 @@ def refusal(reason: str) -> str:
 
 def unavailable(network: bool = False) -> str | None:
     """Why ``bwrap`` cannot sandbox a kernel here (None: it can); probed once per program and setting."""
+    probed = _probe_once(network)
+    return probed if isinstance(probed, str) else None
+
+
+def hardening(network: bool = False) -> Hardening:
+    """What the sandbox takes away here beyond its mounts (`hardening`); nothing where bwrap cannot run."""
+    probed = _probe_once(network)
+    return probed if isinstance(probed, Hardening) else Hardening(False, False, False, (("sandbox", probed),))
+
+
+def _probe_once(network: bool) -> Hardening | str:
     if not sys.platform.startswith("linux"):
         return f"bubblewrap needs Linux, this is {sys.platform}"
     program = shutil.which(BWRAP)
@@ -102,16 +116,18 @@ def unavailable(network: bool = False) -> str | None:
     key = (program, network)
     with _probe_lock:
         if key not in _probed:
-            _probed[key] = _probe(program, network)
+            _probed[key] = probe_hardening(lambda arguments, fds: _probe(program, network, arguments, fds))
         return _probed[key]
 
 
-def _probe(program: str, network: bool) -> str | None:
+def _probe(program: str, network: bool, arguments: list[str], fds: tuple[int, ...]) -> str | None:
+    """None when bwrap runs ``true`` in its namespaces with these extra arguments; else why not."""
     true = shutil.which("true")
-    command = [program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *_namespaces(network), "--",
-               *([true] if true else [sys.executable, "-c", ""])]
+    command = [program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *_namespaces(network),
+               *arguments, "--", *([true] if true else [sys.executable, "-c", ""])]
     try:
-        done = subprocess.run(command, capture_output=True, timeout=PROBE_TIMEOUT, stdin=subprocess.DEVNULL)
+        done = subprocess.run(command, capture_output=True, timeout=PROBE_TIMEOUT, stdin=subprocess.DEVNULL,
+                              pass_fds=fds)
     except (OSError, subprocess.SubprocessError) as exc:
         return f"{BWRAP} could not run: {exc}"
     if done.returncode != 0:
@@ -137,8 +153,9 @@ def environment(environ: dict[str, str]) -> dict[str, str]:
 
 
 def wrap(argv: list[str], *, workspace: str, kernel_dir: str, network: bool = False,
-         home: str | None = None, runtime: Iterable[str] = ()) -> list[str]:
-    """``argv`` run inside ``bwrap``: see the module's docstring for what the kernel sees."""
+         home: str | None = None, runtime: Iterable[str] = (), seccomp_fd: int | None = None) -> list[str]:
+    """``argv`` run inside ``bwrap``: see the module's docstring for what the kernel sees (``seccomp_fd``:
+    the filter, from `seccomp.open_program`, passed to bwrap by the caller)."""
     workspace, kernel_dir = os.path.realpath(workspace), os.path.realpath(kernel_dir)
     home = os.path.realpath(home or os.path.expanduser("~"))
     hidden = [path for path in {"/tmp", "/run", home, *_host_folders()} if _covers_nothing_needed(path)]
@@ -178,7 +195,7 @@ def wrap(argv: list[str], *, workspace: str, kernel_dir: str, network: bool = Fa
     command = [shutil.which(BWRAP) or BWRAP, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for _, _, arguments in sorted(mounts, key=lambda mount: (_depth(mount[0]), mount[1])):
         command += arguments
-    command += _namespaces(network)
+    command += _namespaces(network) + hardening(network).arguments(seccomp_fd)
     command += ["--setenv", "HOME", home, "--setenv", "TMPDIR", "/tmp", "--chdir", workspace, "--"]
     return command + list(argv)
 
