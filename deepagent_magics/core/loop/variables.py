@@ -9,7 +9,11 @@ by us into the request (`inputs_view`), never cut mid-line, and ranked:
    shape), then by name only: every user variable is at least named, up to `MAX_NAMED`, and
    past that one line says how many more and the code that lists them;
 3. functions, classes and modules, by name;
-4. names earlier agent runs made (loop variables, scratch results), by name, on one line.
+4. names earlier agent runs made (loop variables, scratch results), by name, on one line; what their
+   ``import`` bound (modules, library functions and classes) on another.
+
+Tables that share their columns list them once: ``same 30 columns as `X_test` ``, or how they differ
+(```bc_X`'s 30 columns and int64: target``). Closed files and other dead objects are left out.
 
 Describing a value is cheap and safe whatever it holds: no ``str()``/``repr()`` of an unknown or
 large object, no iteration of one, no copy. Only exact builtin types are repr'd; a subclass's
@@ -21,8 +25,11 @@ size is read with the builtin's own method (its overrides never run); a table's 
 from __future__ import annotations
 
 import inspect
+import io
 import re
+import socket
 import types
+import weakref
 from typing import Any, Iterable, Mapping
 
 BUDGET = 3000  # characters of described variables (names-only lines come on top, bounded by MAX_NAMED)
@@ -32,6 +39,7 @@ MAX_VARIABLES = MAX_NAMED  # the old name
 PREVIEW_CHARS = 80
 FULL_PREVIEW_CHARS = 300  # a variable the task mentions
 HEAD_ROWS = 3  # of a pandas table the task mentions
+RELATED_CHANGES = 10  # columns a table may add or lack and still be described by another table's
 NAMES_CHARS = 600  # each names-only line (functions, modules, earlier runs' names)
 HIDDEN = {"In", "Out", "exit", "quit", "get_ipython", "open"}
 TRUSTED = {"numpy", "pandas", "polars", "pyarrow", "torch", "jax", "jaxlib", "scipy", "xarray", "tensorflow",
@@ -58,29 +66,25 @@ def variables_view(
     names = [name for name in list(namespace) if isinstance(name, str) and not name.startswith("_")
              and name not in excluded]
     values = {name: namespace.get(name) for name in names}
+    names = [name for name in names if not _dead(values[name])]
+    imported = [n for n in names if n in made and _imported(values[n])]
     modules = [n if values[n].__name__ == n else f"{n}={values[n].__name__}" for n in names
-               if type(values[n]) is types.ModuleType]
+               if type(values[n]) is types.ModuleType and n not in imported]
     callables = [n for n in names if issubclass(type(values[n]), _CALLABLES) and n not in made]
-    data = [n for n in names if type(values[n]) is not types.ModuleType and n not in callables]
+    data = [n for n in names if type(values[n]) is not types.ModuleType and n not in callables
+            and n not in imported]
     earlier = [n for n in data if n in made]
     users = [n for n in reversed(data) if n not in made]  # newest first: a dict keeps the order names came in
     mentioned = [n for n in dict.fromkeys(WORD.findall(task or "")) if n in values and n in users]
     users = mentioned + [n for n in users if n not in mentioned]
 
-    lines: list[str] = []
-    plain: list[str] = []
-    used = 0
-    for position, name in enumerate(users):
-        if position >= max_named:
+    shown_compact: set[str] = set()  # sources the budget left without their columns: the others refer elsewhere
+    while True:
+        sources = _sources(users[:max_named], values, shown_compact)
+        lines, plain, compact = _described(users[:max_named], values, mentioned, budget, sources)
+        if not compact & set(sources):
             break
-        for detail in (("full", "compact") if name in mentioned else ("normal", "compact")):
-            line = f"- {name}: {describe(values[name], detail)}"
-            if used + len(line) + 1 <= budget or (name in mentioned and not lines):
-                lines.append(line)
-                used += len(line) + 1
-                break
-        else:
-            plain.append(name)
+        shown_compact |= compact & set(sources)
     if plain:
         lines.append("- also: " + ", ".join(plain))
     if len(users) > max_named:
@@ -91,7 +95,46 @@ def variables_view(
         lines.append("Modules: " + _names(modules))
     if earlier:
         lines.append("Made by earlier agent runs: " + _names(earlier))
+    if imported:
+        lines.append("Imported by earlier agent runs: " + _names(imported))
     return "\n".join(lines) if lines else "(none yet)"
+
+
+def _described(users: list[str], values: Mapping[str, Any], mentioned: list[str], budget: int,
+               sources: dict[str, list[tuple[str, str]]]) -> tuple[list[str], list[str], set[str]]:
+    """One line per user variable while the budget lasts (then compact, then named only); and which were
+    shown compactly. A table whose columns are a source's refers to it."""
+    lines: list[str] = []
+    plain: list[str] = []
+    compact: set[str] = set()
+    used = 0
+    for name in users:
+        tables = {other: columns for other, columns in sources.items() if other != name}
+        for detail in (("full", "compact") if name in mentioned else ("normal", "compact")):
+            line = f"- {name}: {describe(values[name], detail, tables)}"
+            if used + len(line) + 1 <= budget or (name in mentioned and not lines):
+                lines.append(line)
+                used += len(line) + 1
+                if detail == "compact":
+                    compact.add(name)
+                break
+        else:
+            plain.append(name)
+            compact.add(name)
+    return lines, plain, compact
+
+
+def _sources(users: list[str], values: Mapping[str, Any], left_out: set[str]) -> dict[str, list[tuple[str, str]]]:
+    """The tables that list their columns: of tables that share most of their columns, the one with the most
+    (the oldest of equals: the table the others were made from); the others say how they differ from it."""
+    tables = [(name, columns) for name in reversed(users)
+              if name not in left_out and (columns := _columns(values[name])) is not None]
+    tables.sort(key=lambda item: -len(item[1]))  # stable: the oldest first among tables of one width
+    sources: dict[str, list[tuple[str, str]]] = {}
+    for name, columns in tables:
+        if _related(columns, sources) is None:
+            sources[name] = columns
+    return sources
 
 
 def summarize_namespace(namespace: Mapping[str, Any], *, exclude: Iterable[str] = (),
@@ -101,10 +144,11 @@ def summarize_namespace(namespace: Mapping[str, Any], *, exclude: Iterable[str] 
     return "(the notebook has no user variables yet)" if view == "(none yet)" else view
 
 
-def describe(value: Any, detail: str = "normal") -> str:
+def describe(value: Any, detail: str = "normal", tables: Mapping[str, list[tuple[str, str]]] | None = None) -> str:
     """``value``'s type, size and a short preview, computed in O(1)-ish time without running its code.
 
-    ``detail``: ``full`` (a longer preview), ``normal``, or ``compact`` (type and size only)."""
+    ``detail``: ``full`` (a longer preview), ``normal``, or ``compact`` (type and size only). ``tables``: the
+    columns of tables already described, by name: a table sharing them says so instead of listing them again."""
     cls = type(value)
     kind = _type_name(cls)
     preview_chars = FULL_PREVIEW_CHARS if detail == "full" else PREVIEW_CHARS
@@ -116,7 +160,7 @@ def describe(value: Any, detail: str = "normal") -> str:
         return size if detail == "compact" else f"{size} = {_clip(repr(str(head)), preview_chars)}"
     if issubclass(cls, (bytes, bytearray)):
         return f"{kind}, {(bytes.__len__ if issubclass(cls, bytes) else bytearray.__len__)(value):,} bytes"
-    table = _table(value, cls, kind, detail)
+    table = _table(value, cls, kind, detail, tables or {})
     if table:
         return table
     shape = _shape(value, cls)
@@ -142,8 +186,9 @@ def _trusted(cls: type) -> bool:
     return str(getattr(cls, "__module__", "")).split(".")[0] in TRUSTED
 
 
-def _table(value: Any, cls: type, kind: str, detail: str) -> str | None:
-    """pandas- and polars-style tables: shape, then every column with its dtype up to `MAX_COLUMNS`."""
+def _table(value: Any, cls: type, kind: str, detail: str, tables: Mapping[str, list[tuple[str, str]]]) -> str | None:
+    """pandas- and polars-style tables: shape, then every column with its dtype up to `MAX_COLUMNS` (or how they
+    relate to the columns of a table already described)."""
     if not _trusted(cls) or cls.__name__ != "DataFrame":
         return None
     shape = _shape(value, cls)
@@ -151,19 +196,91 @@ def _table(value: Any, cls: type, kind: str, detail: str) -> str | None:
         return None
     if detail == "compact":
         return f"{kind}, shape {shape}"
+    columns = _columns(value)
+    if columns is None:
+        return f"{kind}, shape {shape}"
+    related = _related(columns, tables) if shape[1] == len(columns) else None
+    more = f"; ... {shape[1] - len(columns):,} more (.columns lists them)" if shape[1] > len(columns) else ""
+    text = f"{kind}, shape {shape}, {related or 'columns ' + _grouped(columns)}{more}"
+    return text + _head(value) if detail == "full" and cls.__module__.split(".")[0] == "pandas" else text
+
+
+def _columns(value: Any) -> list[tuple[str, str]] | None:
+    """A trusted table's first `MAX_COLUMNS` columns as (label, dtype); None for anything else."""
+    cls = type(value)
+    if not _trusted(cls) or cls.__name__ != "DataFrame":
+        return None
     try:
         names = list(value.columns[:MAX_COLUMNS])
         dtypes = value.dtypes
         kinds = list(dtypes.iloc[:MAX_COLUMNS]) if hasattr(dtypes, "iloc") else list(dtypes[:MAX_COLUMNS])
     except Exception:
-        return f"{kind}, shape {shape}"
+        return None
+    return [(_label(name), _clip(str(dtype), 40)) for name, dtype in zip(names, kinds)]
+
+
+def _grouped(columns: list[tuple[str, str]]) -> str:
+    """``float64: a, b; int64: target``: the columns grouped by dtype, in the order they come."""
     groups: dict[str, list[str]] = {}
-    for name, dtype in zip(names, kinds):
-        groups.setdefault(_clip(str(dtype), 40), []).append(_label(name))
-    columns = "; ".join(f"{dtype}: {', '.join(labels)}" for dtype, labels in groups.items())
-    more = f"; ... {shape[1] - len(names):,} more (.columns lists them)" if shape[1] > len(names) else ""
-    text = f"{kind}, shape {shape}, columns {columns}{more}"
-    return text + _head(value) if detail == "full" and cls.__module__.split(".")[0] == "pandas" else text
+    for label, dtype in columns:
+        groups.setdefault(dtype, []).append(label)
+    return "; ".join(f"{dtype}: {', '.join(labels)}" for dtype, labels in groups.items())
+
+
+def _related(columns: list[tuple[str, str]], tables: Mapping[str, list[tuple[str, str]]]) -> str | None:
+    """How ``columns`` relate to a table already described: the same ones, or theirs with a few more or fewer
+    (at most `RELATED_CHANGES`); None when no described table is that close."""
+    best: tuple[int, str] | None = None
+    mine = dict(columns)
+    for name, theirs in tables.items():
+        other = dict(theirs)
+        if len(other) < 2 or any(mine[label] != other[label] for label in mine.keys() & other.keys()):
+            continue
+        extra = [(label, dtype) for label, dtype in columns if label not in other]
+        missing = [label for label, _ in theirs if label not in mine]
+        if extra and missing or len(extra) + len(missing) > RELATED_CHANGES:
+            continue
+        if not extra and not missing:
+            text = (f"same {len(columns)} columns as `{name}`" if columns == theirs
+                    else f"the {len(columns)} columns of `{name}`, in another order")
+        elif extra:
+            text = f"the {len(theirs)} columns of `{name}` and {_grouped(extra)}"
+        else:
+            text = f"the columns of `{name}` but {', '.join(missing)}"
+        if best is None or len(extra) + len(missing) < best[0]:
+            best = (len(extra) + len(missing), text)
+    return best[1] if best else None
+
+
+def _dead(value: Any) -> bool:
+    """A closed file or socket, a dead weak reference, a finished generator: nothing the model can use."""
+    cls = type(value)
+    try:
+        if issubclass(cls, io.IOBase) and cls.__module__ in ("_io", "io"):
+            return bool(value.closed)
+        if cls is socket.socket:
+            return socket.socket.fileno(value) == -1
+        if cls is weakref.ref:
+            return value() is None
+        if cls is types.GeneratorType:
+            return value.gi_frame is None
+    except Exception:
+        return False
+    return False
+
+
+def _imported(value: Any) -> bool:
+    """A module, or a function or class defined outside the notebook (read without running the object's code)."""
+    cls = type(value)
+    if cls is types.ModuleType:
+        return True
+    if cls in (types.FunctionType, types.BuiltinFunctionType):
+        module = value.__module__
+    elif issubclass(cls, type):
+        module = type.__dict__["__module__"].__get__(value, type)  # not a metaclass's own attribute lookup
+    else:
+        return False
+    return isinstance(module, str) and module != "__main__"
 
 
 def _head(frame: Any) -> str:

@@ -158,3 +158,62 @@ def test_the_budget_is_configurable_and_lines_past_it_are_compact_then_named(bud
     compact = [line for line in view.splitlines() if line.endswith("shape (3, 20)")]
     assert sum(len(line) + 1 for line in full + compact) <= budget
     assert all(f"t{n}" in view for n in range(10))
+
+
+BC_COLUMNS = [f"mean {part}" for part in ("radius", "texture", "perimeter", "area", "smoothness")] + \
+             [f"worst {part}" for part in ("radius", "texture", "perimeter", "area", "smoothness")] + ["target"]
+
+
+def test_tables_that_share_columns_list_them_once_on_the_table_they_came_from():
+    bc = pd.DataFrame(np.zeros((20, len(BC_COLUMNS))), columns=BC_COLUMNS).astype({"target": "int64"})
+    bc_X = bc.drop(columns="target")  # made later by an agent's split, as in the real session
+    ns = {"bc": bc, "bc_X": bc_X, "X_train": bc_X.iloc[:15], "X_test": bc_X.iloc[15:], "other": frame(["a", "b"])}
+    view = variables_view(ns, task="plot the ROC curve")
+    assert view.count("'mean radius'") + view.count("mean radius,") == 1, view  # the columns said once ...
+    line = {entry.split(":")[0]: entry for entry in view.splitlines()}
+    assert "'worst smoothness'; int64: target" in line["- bc"]  # ... on the source table, with its target
+    assert line["- X_test"].endswith("shape (5, 10), the columns of `bc` but target")
+    assert line["- bc_X"].endswith("the columns of `bc` but target")
+    assert "columns float64: a, b" in line["- other"]  # an unrelated table keeps its own
+    same = variables_view({"left": frame(["a", "b", "c"]), "right": frame(["a", "b", "c"])}, task="join")
+    assert same.splitlines()[0].endswith("same 3 columns as `left`")
+
+
+def test_closed_files_and_other_dead_objects_are_left_out(tmp_path):
+    import weakref
+
+    closed = open(tmp_path / "x.txt", "w")
+    closed.close()
+    still_open = open(tmp_path / "y.txt", "w")
+
+    class Thing:
+        pass
+
+    thing = Thing()
+    gone = weakref.ref(thing)
+    del thing
+    done = (n for n in range(1))
+    list(done)
+    try:
+        view = variables_view({"f": closed, "g": still_open, "gone": gone, "done": done, "kept": 1})
+    finally:
+        still_open.close()
+    names = [line.split(":")[0] for line in view.splitlines()]
+    assert names == ["- kept", "- g"], view
+
+
+def test_what_an_earlier_agent_run_imported_is_listed_as_imported_not_as_the_users(ip):
+    ip.run_cell("import os\nfrom collections import Counter as UsersCounter", store_history=True)
+    ip.user_ns["lm"] = ScriptedLM([("Work.", "import re, json\nfrom statistics import mean\n"
+                                             "def helper(x):\n    return x\nresult_n = mean([1, 2])"),
+                                   ("Done.", "SUBMIT(result='ok')")])
+    ip.run_cell("%%deepagent --lm lm --max-depth 0\nfirst").raise_error()
+    ip.user_ns["lm"] = lm = ScriptedLM([("Done.", "SUBMIT(result='ok')")])
+    ip.run_cell("%%deepagent --lm lm --max-depth 0\nsecond").raise_error()
+    view = lm.requests[0]["user"].split(VARIABLES_HEAD)[1]
+    lines = {line.split(":")[0]: line for line in view.strip().splitlines()}
+    assert lines["Modules"] == "Modules: os"  # the user's import, not the agent's
+    assert lines["Functions and classes"] == "Functions and classes: UsersCounter"
+    assert lines["Imported by earlier agent runs"] == "Imported by earlier agent runs: re, json, mean"
+    assert lines["Made by earlier agent runs"] == "Made by earlier agent runs: result_n, helper" or \
+        lines["Made by earlier agent runs"] == "Made by earlier agent runs: helper, result_n"
