@@ -14,18 +14,13 @@ The package is a house of rooms (``docs/architecture.md``): ``core`` (the agent 
 its run), ``interpreters``, ``tools``, ``display``, ``records``, ``magics``, ``tuning``.
 The standard extensions (``standard.py``) wire them together: the rooms above the core plug into it there.
 
-It also keeps a run offline unless the user asks otherwise: LiteLLM (when it is imported) and
-DSPy's model metadata (on first use) fetch a price list from GitHub, and offline they warn and
-retry for about 8 s before each first request. ``LITELLM_LOCAL_MODEL_COST_MAP=True``, set here
-before either can look, makes both use the list bundled with them; set it to ``False`` yourself
-to have them fetch it.
+Importing the package changes nothing outside it: no environment variable, import hook, log
+handler, warning filter or signal handler (``tests/test_init.py``). A run keeps itself offline
+while it works (``core/model/price_list.py``); the old module paths are found through the
+package's own ``__path__`` (``_compat.py``).
 """
 
-import os as _os
-
-_os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-from . import _compat  # noqa: E402
+from . import _compat
 from .core import DeepAgent, Event, Run
 from .core.loop import extensions
 from .core.loop.extensions import Extensions
@@ -40,7 +35,7 @@ __all__ = ["DeepAgent", "SubAgentType", "Run", "Event", "ShellInterpreter", "Ker
 __version__ = "0.2.0"
 
 extensions.use_default(standard_extensions)  # made on first use: what an agent gets without extensions=
-_compat.install()  # the old module paths, with a DeprecationWarning
+_compat.install()  # the old module paths, with a DeprecationWarning, for this release
 
 
 def load_ipython_extension(ipython) -> None:

@@ -2,6 +2,11 @@
 
 ``import deepagent_magics.kernel_pool`` gives a module holding the names of the modules
 that replaced it, and a `DeprecationWarning` that names the new path.
+
+Nothing outside the package changes for it: no finder joins ``sys.meta_path`` (which every
+import in the process would ask). A package whose old submodules moved lists one more entry on
+its own ``__path__``, `OLD_PATHS`, and only the search for that package's submodules reaches
+the finder kept for that entry, after the package's own folder has no such module.
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.util
+import os
 import sys
 import types
 import warnings
@@ -81,14 +87,32 @@ class _MovedLoader(importlib.abc.Loader):
         module.__doc__ = f"Deprecated alias of {targets[0]}."
 
 
-class _MovedFinder(importlib.abc.MetaPathFinder):
-    def find_spec(self, fullname: str, path, target=None):
+class _MovedFinder:
+    """The path entry finder of `OLD_PATHS`: a spec for a moved module, None for any other name."""
+
+    def find_spec(self, fullname: str, target=None):
         package, _, old = fullname.partition(".")
         if package != PACKAGE or old not in MOVED:
             return None
         return importlib.util.spec_from_loader(fullname, _MovedLoader(old))
 
+    def invalidate_caches(self) -> None:
+        pass  # nothing cached: importlib.invalidate_caches() keeps this finder
+
+
+# An absolute path (importlib drops relative entries from its cache) that is no folder: only this finder serves it.
+OLD_PATHS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "<old import paths>")
+
+
+def old_paths(path: list[str]) -> list[str]:
+    """A package's ``__path__`` with `OLD_PATHS` after its own folder (a package whose old modules moved)."""
+    sys.path_importer_cache.setdefault(OLD_PATHS, _MovedFinder())
+    return path if OLD_PATHS in path else [*path, OLD_PATHS]
+
 
 def install() -> None:
-    if not any(isinstance(finder, _MovedFinder) for finder in sys.meta_path):
-        sys.meta_path.append(_MovedFinder())
+    """`OLD_PATHS` on the ``__path__`` of each package whose submodules moved (``magics`` adds it itself, so
+    that importing the package does not import the magics)."""
+    for name in sorted({old.rpartition(".")[0] for old in MOVED} - {"magics"}):
+        package = importlib.import_module(f"{PACKAGE}.{name}" if name else PACKAGE)
+        package.__path__ = old_paths(package.__path__)

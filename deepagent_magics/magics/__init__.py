@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._compat import old_paths
 from .agents import AgentTypeMagics
 from .arguments import AgentFailed, interpolate
 from .bench import BenchMagics
@@ -27,6 +28,8 @@ from .prompts import PromptMagics
 from .task_cell import DeepAgentMagics
 from .skills import SkillMagics
 from .tuning import TuningMagics
+
+__path__ = old_paths(__path__)  # magics.run and magics.base: the old names of task_cell and configured
 
 MAGICS = (DeepAgentMagics, InspectMagics, PromptMagics, TuningMagics, MemoryMagics, CheckpointMagics,
           AgentTypeMagics, SkillMagics, BenchMagics, ControlMagics)

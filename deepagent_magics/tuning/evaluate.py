@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import dspy
 
+from ..core.model.price_list import bundled_price_list
 from .examples import Metric, Score
 from .progress import TextProgress
 from .systems import DEEP_AGENT, Outcome, steps_of
@@ -50,18 +51,19 @@ def evaluate(systems: dict[str, Callable[[dspy.Example], Outcome]], examples: li
         }
 
     pool = ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="deepagent-eval")
-    try:
-        futures = {pool.submit(contextvars.copy_context().run, one, name, index): (name, index)
-                   for name, index in jobs}
-        for future in as_completed(futures):
-            rows[futures[future]] = future.result()
-            progress.advance(futures[future][0])
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    finally:
-        progress.close()
-    pool.shutdown(wait=True)
+    with bundled_price_list():  # the baselines call the LM outside a DeepAgent run: offline, no list fetched
+        try:
+            futures = {pool.submit(contextvars.copy_context().run, one, name, index): (name, index)
+                       for name, index in jobs}
+            for future in as_completed(futures):
+                rows[futures[future]] = future.result()
+                progress.advance(futures[future][0])
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        finally:
+            progress.close()
+        pool.shutdown(wait=True)
     return Evaluation([rows[job] for job in jobs], list(systems), metric.name)
 
 

@@ -21,6 +21,7 @@ import dspy
 
 from ..errors import UserError
 from ..core.model.lm import resolve_lm
+from ..core.model.price_list import bundled_price_list
 from .evaluate import Evaluation, evaluate
 from .examples import Metric
 from .systems import DEEP_AGENT, OPTIMIZED, DeepAgentSystem, IsolatedAgent
@@ -63,7 +64,7 @@ def compile_agent(agent: "DeepAgent", trainset: list[dspy.Example], metric: Metr
         raise ValueError(f"--auto must be one of {', '.join(AUTO)}, not {auto!r}")
     lm = resolve_lm(agent.lm)
     student = IsolatedAgent(agent)
-    with dspy.context(lm=lm):  # whatever an optimiser asks dspy.settings.lm for is the agent's LM
+    with dspy.context(lm=lm), bundled_price_list():  # an optimiser asks dspy.settings.lm: the agent's LM
         if optimizer == "bootstrap":
             # Labeled demos would be whole examples, which the agent's step predictor cannot read:
             # only bootstrapped steps (runs that scored well) become demos.

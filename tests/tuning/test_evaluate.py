@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import dspy
@@ -151,3 +152,21 @@ def test_a_system_that_raised_costs_unknown_not_zero():
     rows = [{**row, "task_id": str(row["example"]), "scored": True, "answer": row["result"]} for row in table.rows]
     report = BenchReport("s", "S", "all", "local", "accuracy", ["deep agent"], rows)
     assert report.summary()["deep agent"]["cost"] is None and "| unknown | unknown |" in report.to_markdown()
+
+
+def test_an_evaluation_works_with_the_bundled_price_list_and_puts_the_environment_back(monkeypatch):
+    """The baselines call the LM outside a DeepAgent run: the evaluation itself keeps them offline."""
+    from deepagent_magics.core.model.price_list import VARIABLE
+    from deepagent_magics.tuning.evaluate import evaluate
+    from deepagent_magics.tuning.systems import Outcome
+
+    monkeypatch.delenv(VARIABLE, raising=False)
+    seen = []
+
+    def system(example):
+        seen.append(os.environ.get(VARIABLE))
+        return Outcome(dspy.Prediction(result="4"), 1, 0, None)
+
+    evaluate({"probe": system}, [dspy.Example(task="Double 2", answer="4").with_inputs("task")],
+             lambda example, pred: 1.0, threads=1)
+    assert seen == ["True"] and VARIABLE not in os.environ

@@ -24,6 +24,7 @@ from ..run import conversations as threads
 from .ending import Stalled, end_early
 from ..model.failures import made_up, reason
 from ..model.lm import lm_label, resolve_lm
+from ..model.price_list import bundled_price_list
 from . import inputs_view, instructions as action_instructions
 from .rlm_seam import AgentRLM
 from .variables import BUDGET as VARIABLES_CHARS, variables_view
@@ -232,8 +233,9 @@ class DeepAgent(dspy.Module):
             run.finish("failed", error=f"NamespaceBusy: {exc}")
             raise
         try:
-            return self._run(run, task, user_namespace, namespace, context, listeners, shell, workspace, thread,
-                             agent_names, cwd)
+            with bundled_price_list():  # offline, no price list fetched for the run's first LM call
+                return self._run(run, task, user_namespace, namespace, context, listeners, shell, workspace, thread,
+                                 agent_names, cwd)
         except KeyboardInterrupt:
             run.finish("interrupted", error="KeyboardInterrupt")
             raise

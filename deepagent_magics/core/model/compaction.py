@@ -20,13 +20,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
-import os
 import threading
 from typing import Any
 
 import dspy
 from dspy.primitives.repl_types import REPLHistory
 from ..run.event_kinds import COMPACTION
+from .price_list import bundled_price_list
 from ...settings import SETTINGS
 
 DEFAULT_COMPACT_AT = SETTINGS["compact_at"].default  # 0.5 of the context window (deepagents and the RLM paper compact at 0.85 of a full one)
@@ -81,9 +81,8 @@ def context_window(lm: Any) -> int:
 
 @functools.lru_cache(maxsize=64)
 def _window(model: str) -> int:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # a window size is no reason to go online
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):  # LiteLLM prints a provider list for unknown models
+    try:  # a window size is no reason to go online: LiteLLM's bundled price list
+        with bundled_price_list(), contextlib.redirect_stdout(io.StringIO()):  # it prints providers for unknown models
             import litellm
 
             info = litellm.get_model_info(model)
