@@ -12,7 +12,8 @@ Without IPython, use `DeepAgent` directly::
 
 The package is a house of rooms (``docs/architecture.md``): ``core`` (the agent loop and
 its run), ``interpreters``, ``tools``, ``display``, ``records``, ``magics``, ``tuning``.
-The standard extensions (``standard.py``) wire them together: the rooms above the core plug into it there.
+Each room gives the core a capability (``Capability``: tools, their lines in the prompt, layers around model
+calls, run hooks); ``standard.py`` lists the standard ones, and ``DeepAgent(extensions=[...])`` adds a user's.
 
 Importing the package changes nothing outside it: no environment variable, import hook, log
 handler, warning filter or signal handler (``tests/test_init.py``). A run keeps itself offline
@@ -23,6 +24,7 @@ package's own ``__path__`` (``_compat.py``).
 from . import _compat
 from .core import DeepAgent, Event, Run
 from .core.loop import extensions
+from .core.loop.capability import Capability, ToolLine
 from .core.loop.extensions import Extensions
 from .core.loop.subagent_types import SubAgentType
 from .interpreters import KernelPool, ShellInterpreter
@@ -30,8 +32,8 @@ from .records import log_scrubbing
 from .standard import standard_extensions
 from .testing import ScriptedLM
 
-__all__ = ["DeepAgent", "SubAgentType", "Run", "Event", "ShellInterpreter", "KernelPool", "ScriptedLM", "Extensions",
-           "standard_extensions", "load_ipython_extension", "unload_ipython_extension"]
+__all__ = ["DeepAgent", "SubAgentType", "Run", "Event", "ShellInterpreter", "KernelPool", "ScriptedLM", "Capability",
+           "ToolLine", "Extensions", "standard_extensions", "load_ipython_extension", "unload_ipython_extension"]
 __version__ = "0.2.0"
 
 extensions.use_default(standard_extensions)  # made on first use: what an agent gets without extensions=

@@ -31,6 +31,9 @@ DOORS = (CELL, CONFIG, CLI, SERVER, AGENT)
 EVERYWHERE = frozenset(DOORS)
 MAGICS = frozenset({CELL, CONFIG})
 
+# The capabilities that own settings (their `Capability.name`); the rest are the core's.
+DELEGATION, SKILLS, MCP = "delegation", "skills", "mcp"
+
 MAX_SECONDS = 7 * 24 * 3600.0  # a week: a longer time limit is a mistake, and timers overflow far beyond it
 MAX_POOL = 64  # ready sub-agent kernels: each is a started process (~100 MB); more kept idle is a typo
 MAX_UNDO_MB = 100_000.0
@@ -70,6 +73,7 @@ class Setting:
     metavar: str | None = None
     off: str = ""  # what %deepagent_config --flag off means, where only that door takes 'off'
     recorded: bool = False  # in the run record's config (`DeepAgent.config()`)
+    owner: str = ""  # the capability that reads it (its name: core/loop/capability.py); "": the core
     agent_scale: int = 1  # DeepAgent takes value * agent_scale (undo_limit: megabytes at the doors, bytes inside)
     at: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
@@ -162,34 +166,35 @@ SETTINGS = _settings(
     setting("display_mode", str, "auto", MAGICS, flag="--display", choices=("auto", "widgets", "text"),
             help="live display: widgets in a notebook, text in a terminal (auto), or forced"),
     # Sub-agents (tools/delegation): limits for the whole tree of a run, and where their kernels come from.
-    setting("max_depth", int, 2, EVERYWHERE, recorded=True, minimum=0,
+    setting("max_depth", int, 2, EVERYWHERE, owner=DELEGATION, recorded=True, minimum=0,
             help="how deep sub-agents may nest (0: no delegation)"),
-    setting("max_subagents", int, 16, EVERYWHERE, recorded=True, **POSITIVE,
+    setting("max_subagents", int, 16, EVERYWHERE, owner=DELEGATION, recorded=True, **POSITIVE,
             help="most sub-agents one run (its whole tree) may start"),
-    setting("subagent_max_iters", int, 10, EVERYWHERE, recorded=True, **POSITIVE,
+    setting("subagent_max_iters", int, 10, EVERYWHERE, owner=DELEGATION, recorded=True, **POSITIVE,
             help="most code steps per sub-agent"),
-    setting("subagent_timeout", float, 600.0, EVERYWHERE, recorded=True, **SECONDS,
+    setting("subagent_timeout", float, 600.0, EVERYWHERE, owner=DELEGATION, recorded=True, **SECONDS,
             help="seconds a sub-agent may run before its kernel is stopped"),
-    setting("max_parallel", int, 4, EVERYWHERE, recorded=True, **POSITIVE,
+    setting("max_parallel", int, 4, EVERYWHERE, owner=DELEGATION, recorded=True, **POSITIVE,
             help="most sub-agents one delegate_batched runs at the same time"),
-    setting("pool_size", int, 2, {CONFIG, CLI}, minimum=0, maximum=MAX_POOL, at={CLI: {"default": 0}},
+    setting("pool_size", int, 2, {CONFIG, CLI}, owner=DELEGATION, minimum=0, maximum=MAX_POOL,
+            at={CLI: {"default": 0}},
             help="sub-agent kernels kept started ahead of need (0: start each on demand)"),
-    setting("kernel_name", str, None, {CONFIG, CLI},
+    setting("kernel_name", str, None, {CONFIG, CLI}, owner=DELEGATION,
             help="kernel spec for sub-agents (default: this Python)"),
     # The sandbox of local sub-agent kernels (interpreters/pool/sandbox.py; docs/safety.md).
-    setting("subagent_network", bool, False, {CELL, CONFIG, CLI, SERVER},
+    setting("subagent_network", bool, False, {CELL, CONFIG, CLI, SERVER}, owner=DELEGATION,
             help="sub-agent kernels reach the network (default: their sandbox has none; their tools and LM calls "
                  "run on the host)"),
-    setting("require_sandbox", bool, False, {CELL, CONFIG, CLI, SERVER},
+    setting("require_sandbox", bool, False, {CELL, CONFIG, CLI, SERVER}, owner=DELEGATION,
             help="refuse sub-agents when bubblewrap cannot sandbox their kernels here, instead of running them "
                  "marked not sandboxed"),
-    setting("gateway_url", str, None, {CONFIG, CLI}, off="this machine",
+    setting("gateway_url", str, None, {CONFIG, CLI}, owner=DELEGATION, off="this machine",
             help="Jupyter gateway to start sub-agent kernels on (default: JUPYTER_GATEWAY_URL, else this machine)"),
-    setting("gateway_token", str, None, {CONFIG, CLI},
+    setting("gateway_token", str, None, {CONFIG, CLI}, owner=DELEGATION,
             help="the gateway's auth token (default: JUPYTER_GATEWAY_AUTH_TOKEN)",
             at={CONFIG: {"help": "the gateway's auth token (default: JUPYTER_GATEWAY_AUTH_TOKEN); prefer "
                                  "--gateway-token-env"}}),
-    setting("gateway_token_env", str, None, {CONFIG}, metavar="VAR", off="none",
+    setting("gateway_token_env", str, None, {CONFIG}, owner=DELEGATION, metavar="VAR", off="none",
             help="the environment variable holding the gateway's auth token"),
     # Follow-up cells (magics/followup.py) and long runs (core/model/compaction.py).
     setting("continue_default", bool, False, {CONFIG}, flag="--continue",
@@ -200,15 +205,18 @@ SETTINGS = _settings(
             help="compact the REPL history in the prompt past this: tokens, or a fraction (<= 1) of the context "
                  "window; off: never"),
     # What agents get besides the built-in tools.
-    setting("mcp_servers", list, [], {CONFIG, AGENT}, flag="--mcp", repeat=True,
+    setting("mcp_servers", list, [], {CONFIG, AGENT}, owner=MCP, flag="--mcp", repeat=True,
             help="MCP server whose tools agents get: a command line (stdio) or an http(s) URL; repeat for more; "
                  "'off': none"),
     setting("tools", list, [], MAGICS, read=str,
             help="notebook functions offered to every agent as tools: f,g ('off': none)"),
-    setting("skills_dir", str, None, {CONFIG, AGENT},
+    setting("extensions", list, [], MAGICS, read=str,
+            help="notebook variables holding Capability objects every agent gets besides the standard ones: a,b "
+                 "('off': none)"),
+    setting("skills_dir", str, None, {CONFIG, AGENT}, owner=SKILLS,
             help="user-wide skills folder (default: DEEPAGENT_SKILLS_DIR, else ~/.deepagent/skills; 'off': the "
                  "default)"),
-    setting("subagent_skills", bool, False, {CONFIG, AGENT},
+    setting("subagent_skills", bool, False, {CONFIG, AGENT}, owner=SKILLS,
             help="sub-agents may write skills (<workspace>/skills/); by default only you and root runs do"),
     # Spend caps (core/policy/spend.py, which reads their text): the whole tree of a run; None: no cap.
     setting("max_cost", float, None, {CELL, CONFIG, AGENT}, read=str, metavar="USD", recorded=True, off="no cap",

@@ -4,8 +4,8 @@ the public API at the top, and the old import paths still working with a warning
 from __future__ import annotations
 
 import ast
-import re
 import importlib
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -251,3 +251,39 @@ def test_docstrings_name_modules_that_exist():
                             wrong.append(f"{name}: `{reference}` ({suffix} defines no {rest[0]})")
                         break
     assert not wrong, "\n".join(wrong)
+
+
+def _strings(path: Path) -> list[tuple[int, str]]:
+    """Every string constant of a module that is not a docstring: what its code uses as data or says."""
+    tree = ast.parse(path.read_text())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+def named_tools(text: str, names: set[str]) -> list[str]:
+    """The tools ``text`` names: as a whole (``"delegate"``), called (``delegate(``) or quoted (`` `delegate` ``)."""
+    return [name for name in names if text == name or f"`{name}`" in text
+            or re.search(rf"(?<![\w.]){re.escape(name)}\(", text)]
+
+
+def test_the_core_names_no_tool_of_the_rooms_above():
+    """What a tool is called, where its line goes in the prompt, what rule approval applies to it, what the
+    model is told to call: each is the tool's capability's (core/loop/capability.py), never the core's."""
+    from deepagent_magics import standard_extensions
+
+    names = {tool.__name__ for tool in standard_extensions().builtin_tools()}
+    assert {"write_todos", "delegate", "grep", "history"} <= names
+    found = [f"{path.relative_to(PACKAGE)}:{line}: {named_tools(text, names)} in {text[:60]!r}"
+             for path in sorted((PACKAGE / "core").rglob("*.py")) for line, text in _strings(path)
+             if named_tools(text, names)]
+    assert not found, "\n".join(found)
+
+
+def test_the_tool_name_rule_sees_names_as_data_calls_and_quotes():
+    names = {"delegate", "ls"}
+    assert named_tools("delegate", names) == ["delegate"] and named_tools("use `ls` here", names) == ["ls"]
+    assert named_tools("then read_skill('x') or ls()", names) == ["ls"]
+    assert named_tools("a tool's delegated work, tools.ls(", names) == []

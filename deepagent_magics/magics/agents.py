@@ -23,9 +23,11 @@ from IPython.core.magic import cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..core.model.lm import make_lm
+from ..core.loop.capability import Capability
 from ..core.loop.notebook_tools import as_tool, taken_names
 from ..core.loop.profiles import available_profiles
-from ..core.loop.subagent_types import PACKAGED_DESCRIPTIONS, SubAgentType, check_type_name
+from ..core.loop.subagent_types import SubAgentType, check_type_name
+from ..tools.delegation.tools import PACKAGED_DESCRIPTIONS
 from ..tuning import programs
 from .arguments import one_line, parse_flags
 from .configured import AgentMagicsBase
@@ -85,6 +87,23 @@ def notebook_tools(names: Any, namespace: dict[str, Any], flag: str = "--tools")
         except ValueError as exc:
             raise UsageError(f"{flag} {name}: {one_line(exc)}") from None
     return out
+
+
+def notebook_capabilities(names: Any, namespace: dict[str, Any], flag: str = "--extensions") -> list:
+    """The notebook's `Capability` objects named ``names``; a name that is not one is a UsageError line."""
+    out = []
+    for name in tool_names(names) if not isinstance(names, tuple) else names:
+        value = namespace.get(name, _MISSING)
+        if value is _MISSING:
+            raise UsageError(f"{flag} {name[:60]}: there is no notebook variable {name[:60]!r}; make the "
+                             "Capability first")
+        if not isinstance(value, Capability):
+            raise UsageError(f"{flag} {name}: {name} is a {type(value).__name__}, not a deepagent_magics.Capability")
+        out.append(value)
+    return out
+
+
+_MISSING = object()
 
 
 def root_settings(core: Any, profile: str, namespace: dict[str, Any], max_depth: int, tools: list) -> dict:
@@ -237,4 +256,4 @@ def _unquote(text: str) -> str:
     return text
 
 
-__all__ = ["AgentTypeMagics", "TypeSpec", "notebook_tools", "tool_names", "type_list"]
+__all__ = ["AgentTypeMagics", "TypeSpec", "notebook_capabilities", "notebook_tools", "tool_names", "type_list"]

@@ -160,6 +160,7 @@ class DeepAgentMagics(SettingTraits):
                 "tools": as_type.get("tools", tools),
                 "instructions": as_type.get("instructions"),  # --profile NAME of one of the user's types
                 "subagents": agents.type_list(self, namespace),
+                "extensions": agents.notebook_capabilities(settings["extensions"], namespace) or None,
                 "approve": control.resolve_policy(settings["approve"], namespace),
             })
             return programs.apply(agent)  # the profile's tuned program, if one is active
@@ -202,6 +203,9 @@ class DeepAgentMagics(SettingTraits):
         if "tools" in updates:
             updates["tools"] = list(agents.tool_names(updates["tools"]))
             agents.notebook_tools(updates["tools"], self.shell.user_ns)  # each one checked now
+        if "extensions" in updates:
+            updates["extensions"] = list(agents.tool_names(updates["extensions"]))
+            agents.notebook_capabilities(updates["extensions"], self.shell.user_ns)  # each one checked now
         control.check_approval(updates, self.shell.user_ns)
         if args.reset:  # only once every new value is known to be good: a mistake changes nothing
             for name in self.SETTINGS:

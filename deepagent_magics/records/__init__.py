@@ -9,11 +9,28 @@
 - `events`: the append-only event log ``<id>.events.jsonl`` a live client follows
 """
 
+from typing import Any
+
+from ..core.loop.capability import Capability
 from .events import EventLog, EventLogWriter, LogTail, events_path, follow_events, log_root_run, read_events
 from .recorder import RunRecorder, record_of, record_root_run, write_json_atomic
 from ..core.run.secrets import REDACTED, Redactor, secret_values
 from .replay import replay
 from .store import FORMAT, RUNS_DIR, find_record, list_records, load_record, runs_dir
 
-__all__ = ["EventLog", "EventLogWriter", "LogTail", "events_path", "follow_events", "log_root_run", "read_events", "RunRecorder", "record_of", "record_root_run", "write_json_atomic", "REDACTED", "Redactor",
+
+
+class Records(Capability):
+    """The run record (``<id>.json``) and the event log (``<id>.events.jsonl``) of each root run."""
+
+    name = "records"
+
+    def on_run(self, agent: Any, run: Any, lms: dict[str, Any]) -> None:
+        record_root_run(agent, run, lms)
+        log_root_run(agent, run, lms)
+
+
+RECORDS = Records()
+
+__all__ = ["RECORDS", "Records", "EventLog", "EventLogWriter", "LogTail", "events_path", "follow_events", "log_root_run", "read_events", "RunRecorder", "record_of", "record_root_run", "write_json_atomic", "REDACTED", "Redactor",
            "secret_values", "replay", "FORMAT", "RUNS_DIR", "find_record", "list_records", "load_record", "runs_dir"]

@@ -65,7 +65,7 @@ def ls(path="."):
 
 
 def read_file(path, offset=0, limit=2000):
-    return _ws.read_file(path, offset, limit)
+    return _ws.read_file(path, offset, limit, read_on="read_file(")
 
 
 def write_file(path, content):

@@ -24,6 +24,7 @@ import logging
 import threading
 from typing import Any
 
+from ..core.loop.capability import Capability
 from ..core.run.secrets import scrub
 from ..core.run.run import RUN_FINISHED
 
@@ -165,3 +166,6 @@ def scrub_library_logs(agent: Any, run: Any, lms: dict[str, Any]) -> None:
             unsubscribe()
 
     unsubscribe = run.subscribe(on_event)
+
+
+LOG_SCRUBBING = Capability("log_scrubbing", on_run=scrub_library_logs)  # DSPy's, LiteLLM's, httpx's

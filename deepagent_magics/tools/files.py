@@ -12,12 +12,14 @@ one ``Error:`` line unless the user allowed it (``DeepAgent.subagent_skills``, `
 
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
+from ..core.loop.capability import ToolLine
 from ..core.run import session as _session
 from ..core.workspace.skills import WORKSPACE_FOLDER
-from ..core.workspace.workspace import WorkspaceError
+from ..core.workspace.workspace import HostStatePath, WorkspaceError
 from .tool_call import tool
 
 
@@ -41,7 +43,7 @@ def read_file(path: str, offset: int = 0, limit: int = 2000) -> str:
 
     A binary file (an image, a pickle, a parquet file) is refused with an Error: read it with the
     library that understands it (pandas, PIL, ...) from its workspace path."""
-    return _session.current().workspace.read_file(path, offset, limit)
+    return _session.current().workspace.read_file(path, offset, limit, read_on="read_file(")
 
 
 def _writable(session: Any, path: str) -> None:
@@ -54,6 +56,15 @@ def _writable(session: Any, path: str) -> None:
                              "write; return what you learned in your result instead")
 
 
+@contextlib.contextmanager
+def _memory_hint() -> Iterator[None]:
+    """A write refused in the host's folder says where a memory goes instead."""
+    try:
+        yield
+    except HostStatePath as exc:
+        raise HostStatePath(f"{exc} (use remember() for a memory)") from None
+
+
 @tool
 def write_file(path: str, content: str) -> str:
     """Create or replace a workspace text file (`content`: a str).
@@ -64,7 +75,8 @@ def write_file(path: str, content: str) -> str:
     if not isinstance(content, str):
         raise ValueError(not_text(content, path, session.workspace.root))
     _writable(session, path)
-    return session.workspace.write_file(path, content)
+    with _memory_hint():
+        return session.workspace.write_file(path, content)
 
 
 @tool
@@ -72,7 +84,8 @@ def edit_file(path: str, old: str, new: str, replace_all: bool = False) -> str:
     """Replace text `old`, found once (unless replace_all), with `new`."""
     session = _session.current()
     _writable(session, path)
-    return session.workspace.edit_file(path, old, new, replace_all)
+    with _memory_hint():
+        return session.workspace.edit_file(path, old, new, replace_all)
 
 
 @tool
@@ -93,6 +106,8 @@ def grep(pattern: str, path: str = ".", glob: str | None = None) -> str:
 
 
 WORKSPACE_TOOLS: list[Callable[..., Any]] = [ls, read_file, write_file, edit_file, glob, grep]
+WORKSPACE_LINES = {"ls": ToolLine(order=20), "glob": ToolLine(order=20, beside="ls"), "read_file": ToolLine(order=21),
+                   "write_file": ToolLine(order=22), "edit_file": ToolLine(order=23), "grep": ToolLine(order=24)}
 write_file.writes = edit_file.writes = True  # refused to a read-only agent (tool_call)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..core.loop.capability import Capability, ToolLine
+from ..core.model.compaction import COMPACTED
 from ..core.run import session as _session
 from .tool_call import tool
 
@@ -25,3 +27,7 @@ def history(start: int = 1, end: int | None = None) -> list[dict[str, Any]]:
 
 def history_tools() -> list[Callable[..., Any]]:
     return [history]
+
+
+HISTORY = Capability("history", tools=[history], lines={"history": ToolLine(order=85, brief=True)},  # used rarely
+                     notes={COMPACTED: "history() returns every step in full"})

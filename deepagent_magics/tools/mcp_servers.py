@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable
 import dspy
 
 from ..errors import UserError
+from ..core.loop.capability import Capability
 from ..core.run import session as _session
 
 CONNECT_TIMEOUT = 30.0
@@ -265,3 +266,6 @@ def mcp_tools(specs: Iterable[str], taken: Iterable[str] = ()) -> list[Callable[
             names.add(function.__name__)
             tools.append(function)
     return tools
+
+
+MCP_TOOLS = Capability("mcp", server_tools=mcp_tools)  # MCP servers' tools in (DeepAgent(mcp_servers=...))

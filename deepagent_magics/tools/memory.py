@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import UserError
+from ..core.loop.capability import Capability, ToolLine
 from ..core.run import session as _session
 from .tool_call import tool
 
@@ -272,6 +273,11 @@ def offer_memories(agent: Any, task: str, namespace: Any, workspace: Path) -> st
     for memory in found:
         lines.append(_offered(memory, share))
     return "\n".join(lines)
+
+
+MEMORY = Capability("memory", tools=[remember, recall], context=offer_memories,  # used rarely: after the others
+                    lines={"remember": ToolLine(order=80, brief=True),
+                           "recall": ToolLine(order=80, beside="remember", brief=True)})
 
 
 def _offered(memory: dict[str, Any], room: int) -> str:

@@ -12,12 +12,19 @@ Finding and reading skills is core/workspace/skills.py; the user's magic is magi
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from ..core.loop.capability import Capability, ToolLine
 from ..core.run import session as _session
-from ..core.workspace.skills import SKILL_FILE, find_skills, listing
+from ..core.workspace.skills import SKILL_FILE, Skill, find_skills
 from ..core.workspace.workspace import Workspace, WorkspaceError
 from .tool_call import tool
+
+LISTED = 100  # skills named in the prompt; past that, one line says how many more list_skills() lists
+LISTED_CHARS = 2400  # of whole descriptions in the prompt; past it, the less relevant skills are named only
+COMMON_WORDS = {"the", "and", "for", "with", "from", "that", "this", "use", "used", "when", "what", "which", "are",
+                "its", "into", "your", "you", "all", "any", "each", "one", "how", "asked", "about", "not"}
 
 
 def _skills() -> list:
@@ -49,12 +56,11 @@ def read_skill(name: str, file: str = SKILL_FILE, offset: int = 0, limit: int = 
         known = ", ".join(skills) or "none"
         raise ValueError(f"no skill named {str(name)[:80]!r}; the skills are: {known}")
     folder = Workspace(skill.folder)
-    shown = f"read_skill({skill.name!r}, "
     try:
         path = file if isinstance(file, str) and file.strip() else "."
         if folder.resolve(path).is_dir():
             return _in_skill(folder.ls(path), skill.name)
-        return _in_skill(folder.read_file(path, offset, limit), skill.name).replace("read_file(", shown)
+        return _in_skill(folder.read_file(path, offset, limit, read_on=f"read_skill({skill.name!r}, "), skill.name)
     except WorkspaceError as exc:
         raise ValueError(_in_skill(str(exc).removeprefix("Error: "), skill.name)) from None
 
@@ -71,7 +77,49 @@ def skill_tools() -> list:
 
 def offer_skills(agent: Any, root: Any) -> str:
     """For each run's prompt: the skills' names and whole descriptions, the most relevant to the run's task first,
-    within a budget (`core.workspace.skills.listing`)."""
+    within a budget (`listing`)."""
     session = _session.active()  # the run being set up (none when %deepagent_prompt shows the prompt)
     task = str(session.run.task or "") if session is not None else ""
     return listing(find_skills(root, getattr(agent, "skills_dir", None))[0], task)
+
+
+def listing(skills: list[Skill], task: str = "") -> str:
+    """What the agent's prompt gets: each skill's whole description (never cut) while `LISTED_CHARS` lasts, the
+    skills most relevant to ``task`` first (`ranked`); past it the rest by name, then how many more there are."""
+    if not skills:
+        return ""
+    lines = ["## Skills",
+             "Each skill is a folder of instructions (and files) for one kind of work. Before doing work a "
+             "skill covers, read it: `print(read_skill(\"NAME\"))`, then the files it mentions with "
+             "`read_skill(\"NAME\", \"path/in/skill\")`."]
+    named, used = [], 0
+    for skill in ranked(skills, task)[:LISTED]:
+        line = f"- {skill.name}: {' '.join(skill.description.split())}"
+        if used + len(line) <= LISTED_CHARS and not named:
+            lines.append(line)
+            used += len(line) + 1
+        else:
+            named.append(skill.name)
+    if named:
+        lines.append(f"- also (`list_skills()` describes them): {', '.join(named)}")
+    if len(skills) > LISTED:
+        lines.append(f"- ... {len(skills) - LISTED} more: `list_skills()` lists them all")
+    return "\n".join(lines)
+
+
+def ranked(skills: list[Skill], task: str) -> list[Skill]:
+    """The skills, those sharing the most words with ``task`` (in their name or description) first; ties
+    keep their order."""
+    words = {word for word in re.findall(r"[a-z0-9]+", task.lower()) if len(word) > 2} - COMMON_WORDS
+    if not words:
+        return list(skills)
+
+    def shared(skill: Skill) -> int:
+        return len(words & set(re.findall(r"[a-z0-9]+", f"{skill.name} {skill.description}".lower())))
+
+    return sorted(skills, key=shared, reverse=True)
+
+
+SKILLS = Capability("skills", tools=[list_skills, read_skill], instructions=offer_skills,
+                    lines={"list_skills": ToolLine(order=90, brief=True),  # used rarely: last
+                           "read_skill": ToolLine(order=90, beside="list_skills", brief=True)})

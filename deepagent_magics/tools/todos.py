@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+from ..core.loop.capability import ToolLine
 from ..core.run import session as _session
 from .tool_call import tool
 
@@ -53,4 +54,6 @@ def _parse_todos(todos: Any) -> list[dict[str, str]]:
 
 
 TODO_TOOLS: list[Callable[..., Any]] = [write_todos, read_todos]
+TODO_LINES = {"write_todos": ToolLine(order=10),  # first: the plan heads the tool list
+              "read_todos": ToolLine(order=10, beside="write_todos", needs="write_todos")}
 write_todos.writes = True  # refused to a read-only agent (tool_call)

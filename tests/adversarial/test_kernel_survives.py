@@ -173,18 +173,15 @@ def test_every_run_ends_in_a_final_status_whatever_is_raised(tmp_path, exc, stat
 
 def test_a_run_whose_set_up_fails_still_ends(tmp_path):
     """A failure before the loop (a run hook raising BaseException) leaves no run `running` or `pending`."""
-    from deepagent_magics.core.loop import extensions
+    from deepagent_magics import Capability
 
     def broken_hook(agent, run, lms):
         raise SystemExit("hook broke")
 
-    extensions.default().add_run_hook(broken_hook)
-    try:
-        run = Run("t")
-        with pytest.raises(SystemExit):
-            DeepAgent(lm=ScriptedLM([("x", "SUBMIT(result='x')")]), workspace=tmp_path).run("t", {}, run=run)
-    finally:
-        extensions.default().run_hooks.remove(broken_hook)
+    run = Run("t")
+    with pytest.raises(SystemExit):
+        DeepAgent(lm=ScriptedLM([("x", "SUBMIT(result='x')")]), workspace=tmp_path,
+                  extensions=[Capability("broken", on_run=broken_hook)]).run("t", {}, run=run)
     assert run.status == "failed" and run.ended_at is not None
 
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from deepagent_magics.core.policy.risk import RULES, UnknownRule, analyse, parse_rules
+from deepagent_magics import standard_extensions
+from deepagent_magics.core.policy.risk import RULES, UnknownRule, analyse, parse_rules, tool_rules
 
 USER = {"x", "df", "sales"}
+TOOLS = tool_rules(standard_extensions().builtin_tools())  # what the agent's tools say of themselves (delegation's)
 
 
 def rules_of(code: str, workspace: str = "/tmp/deepagent-ws") -> set[str]:
-    return {risk.rule for risk in analyse(code, user_names=USER, workspace=workspace)}
+    return {risk.rule for risk in analyse(code, user_names=USER, workspace=workspace, tool_rules=TOOLS)}
 
 
 HIDDEN = {
@@ -148,9 +150,17 @@ def test_harmless_code_is_not_risky(code):
 
 def test_rules_switch_on_and_off():
     code = "import os\nos.remove('a')\ndelegate('x')"
-    assert {r.rule for r in analyse(code, rules=parse_rules("-subagents"))} == {"removes_files"}
-    assert {r.rule for r in analyse(code, rules=parse_rules("none,subagents"))} == {"subagents"}
-    assert {r.rule for r in analyse(code, rules=parse_rules({"removes_files": False}))} == {"subagents"}
+    assert {r.rule for r in analyse(code, rules=parse_rules("-subagents"), tool_rules=TOOLS)} == {"removes_files"}
+    assert {r.rule for r in analyse(code, rules=parse_rules("none,subagents"), tool_rules=TOOLS)} == {"subagents"}
+    assert {r.rule for r in analyse(code, rules=parse_rules({"removes_files": False}), tool_rules=TOOLS)} == {"subagents"}
+
+
+def test_a_tool_s_own_rule_is_what_makes_its_call_risky():
+    """The core names no tool: the delegation tools say they start sub-agents, and a user's tool may say so too."""
+    assert TOOLS == {"delegate": "subagents", "delegate_batched": "subagents"}
+    assert rules_of("delegate('x')") == {"subagents"}
+    assert analyse("delegate('x')") == []  # without the agent's tools, a name is only a name
+    assert {r.rule for r in analyse("spawn('x')", tool_rules={"spawn": "subagents"})} == {"subagents"}
     assert parse_rules(None) == parse_rules("") == parse_rules("all") == frozenset(RULES)
 
 

@@ -18,8 +18,8 @@ import pytest
 from IPython.core.error import UsageError
 
 from deepagent_magics import DeepAgent
-from deepagent_magics.core.workspace.skills import (LISTED, LISTED_CHARS, MAX_DESCRIPTION, Skill, SkillError,
-                                                    find_skills, front_matter, listing)
+from deepagent_magics.core.workspace.skills import MAX_DESCRIPTION, Skill, SkillError, find_skills, front_matter
+from deepagent_magics.tools.skills import LISTED, LISTED_CHARS, listing
 from deepagent_magics.testing import ScriptedLM
 
 SECRET = "TOP-SECRET-OUTSIDE-THE-SKILL"

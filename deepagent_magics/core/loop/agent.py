@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable
 import dspy
 
 from ..policy import approval
+from ..policy.risk import tool_rules
 from . import extensions as _extensions
 from ..model import step_streaming as streaming
 from ..run import conversations as threads
@@ -77,8 +78,9 @@ class DeepAgent(dspy.Module):
         pool: the `KernelPool` sub-agents take their kernels from (default: the process-wide one).
         subagents: `SubAgentType`s it (and its sub-agents) may delegate to by name
             (``delegate(task, agent="NAME")``; `core.loop.subagent_types`).
-        extensions: what the rooms above the core give this agent (its tools, REPL, run hooks, prompt
-            providers: `core.loop.extensions.Extensions`); default: the package's standard set.
+        extensions: its capabilities (`core.loop.capability.Capability`: tools, their lines in the prompt, layers
+            around model calls, run hooks, prompt text): a list adds them to the package's standard set; an
+            `Extensions` object is exactly its own (`core.loop.extensions`); default: the standard set.
 
     Of the settings: ``lm`` is an LM object or a model id (default: ``dspy.settings.lm``, then
     ``DEEPAGENT_LM``); ``mcp_servers``' tools come from ``tools/mcp_servers.py`` (one that cannot start
@@ -113,7 +115,7 @@ class DeepAgent(dspy.Module):
         **settings: Any,
     ):
         super().__init__()
-        self.extensions = extensions if extensions is not None else _extensions.default()
+        self.extensions = _extensions.given(extensions)
         for name, value in agent_settings(settings).items():  # every setting of the table: given, else its default
             setattr(self, name, value)
         self.subagents = check_types(subagents)
@@ -137,9 +139,10 @@ class DeepAgent(dspy.Module):
         """The agent's ``dspy.RLM``, whose action prompt is ours (`rlm_seam`): the profile's text, the REPL's
         rules and the offered tools (`instructions`); the task, context and variables (`inputs_view`)."""
         can_delegate, read_only = self.depth < self.max_depth, bool(getattr(self, "read_only", False))
+        lines = self.extensions.tool_lines()
 
         def compose(text: str, tools: list, rules: str, outputs: dict) -> str:
-            return action_instructions.compose(text, tools, rules, outputs, can_delegate=can_delegate,
+            return action_instructions.compose(text, tools, rules, outputs, lines=lines, can_delegate=can_delegate,
                                                read_only=read_only)
 
         return rlm_class(signature, compose=compose, render_inputs=self.render_inputs,
@@ -263,8 +266,7 @@ class DeepAgent(dspy.Module):
         session = Session(run, Workspace(root, on_write=run.record_file), agent=self,
                           cwd=None if cwd is None else str(Path(cwd).resolve()))
         context = threads.join(run, thread, namespace, context, root)  # a follow-up: the earlier turns first
-        for hook in list(self.extensions.run_hooks):  # e.g. the run record (records/)
-            hook(self, run, {"lm": lm, "sub_lm": sub_lm})
+        self.extensions.start_run(self, run, {"lm": lm, "sub_lm": sub_lm})  # e.g. the run record (records/)
         self.rlm.max_iters = self.max_iters
         self.rlm.max_llm_calls = self.max_llm_calls
         self.rlm.sub_lm = sub_lm
@@ -278,7 +280,8 @@ class DeepAgent(dspy.Module):
         if run.parent is None and getattr(self, "approve", "never") != "never":
             ask = approval.stdin_asker() if self.ask == approval.STDIN else self.ask
             approval.attach(run, approval.Approver(self.approve, self.approve_rules, ask=ask, out=sys.stdout,
-                                                   workspace=str(root)))
+                                                   workspace=str(root), tool_rules=tool_rules(
+                                                       self.builtin_tools() + self.extra_tools)))
         observe_steps(self.rlm)  # each step opens on the run active in the calling thread
         if run.parent is None:  # the tree's spend caps: one budget on the root run (core.policy.spend)
             run.spend = SpendBudget(getattr(self, "max_cost", None), getattr(self, "max_tokens", None),

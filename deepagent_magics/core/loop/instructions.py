@@ -4,9 +4,10 @@
 REPL it runs in (the interpreter factory's ``execution_instructions``: the live notebook for the
 root, a kernel of its own for a sub-agent), then every tool it is offered, each on one line: its
 call signature and the first paragraph of its docstring (the rest is what ``help(name)`` shows).
-A tool that goes with another (``read_todos`` with ``write_todos``) shares its line; tools that
-start sub-agents are left out where delegation is not allowed; ``SUBMIT`` closes the list with
-the run's output fields. Nothing is said about a tool the agent is not offered.
+Where a tool's line goes, and whether it shares another's line, is the `ToolLine` its capability
+gives it (`core.loop.capability`; the core names only the REPL's own ``llm_query`` tools); tools
+that start sub-agents are left out where delegation is not allowed; ``SUBMIT`` closes the list
+with the run's output fields. Nothing is said about a tool the agent is not offered.
 
 `rlm_seam` puts the result in place of dspy.RLM's own template; what a run adds (the workspace,
 the sub-agent types, the skills) comes after it, per run.
@@ -15,7 +16,9 @@ the sub-agent types, the skills) comes after it, per run.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
+
+from .capability import ToolLine
 
 TOOLS_HEAD = "## Tools\nA bad call returns \"Error: ...\" saying what to fix; `help(name)` shows a tool in full."
 LLM_TOOLS = {
@@ -26,58 +29,57 @@ LLM_DOCS = {
     "llm_query": "Ask a sub-model; returns its text",
     "llm_query_batched": "many at once, in order",
 }
-COMPANIONS = {  # a tool shown on the line of the tool it goes with
-    "read_todos": "write_todos", "glob": "ls", "llm_query_batched": "llm_query", "delegate_batched": "delegate",
-    "recall": "remember", "read_skill": "list_skills",
-}
-NEEDS = {"read_todos": "write_todos"}  # of no use without the other: not offered alone
-FIRST = ["write_todos", "ls", "read_file", "write_file", "edit_file", "grep", "llm_query",
-         "delegate", "review"]
-LAST = ["remember", "history", "list_skills"]  # used rarely: after the others, one short line each
-RARE = {"remember", "recall", "history", "list_skills", "read_skill"}  # their optional parameters: help(name)
+# The REPL's own tools (RLM's) and where their line goes among the capabilities' tools.
+LLM_LINES = {"llm_query": ToolLine(order=30), "llm_query_batched": ToolLine(order=30, beside="llm_query")}
 DOC_CHARS = 300  # of a tool's first paragraph (the user's and MCP tools' docstrings can be long)
 
 
 def compose(profile_text: str, tools: Iterable[tuple[str, Callable[..., Any]]], repl_rules: str,
-            outputs: dict[str, str], *, can_delegate: bool = True, read_only: bool = False) -> str:
+            outputs: dict[str, str], *, lines: Mapping[str, ToolLine] | None = None, can_delegate: bool = True,
+            read_only: bool = False) -> str:
     """The whole action instructions (see the module docstring).
 
-    ``tools``: (name, callable) in the order offered; ``outputs``: {field name: what it is}."""
+    ``tools``: (name, callable) in the order offered; ``outputs``: {field name: what it is}; ``lines``: how the
+    prompt shows each tool, by name (`Extensions.tool_lines`)."""
     parts = [profile_text.strip()]
     if repl_rules.strip():
         parts.append("## Your REPL\n" + repl_rules.strip())
-    parts.append(TOOLS_HEAD + "\n" + "\n".join(tool_lines(tools, outputs, can_delegate=can_delegate,
+    parts.append(TOOLS_HEAD + "\n" + "\n".join(tool_lines(tools, outputs, lines=lines, can_delegate=can_delegate,
                                                           read_only=read_only)))
     return "\n\n".join(parts)
 
 
 def tool_lines(tools: Iterable[tuple[str, Callable[..., Any]]], outputs: dict[str, str], *,
-               can_delegate: bool = True, read_only: bool = False) -> list[str]:
-    """One line per offered tool (companions share a line), then ``SUBMIT``. Without delegation, the tools
-    that start sub-agents are not offered; to a read-only agent (the reviewer), the tools that write."""
+               lines: Mapping[str, ToolLine] | None = None, can_delegate: bool = True,
+               read_only: bool = False) -> list[str]:
+    """One line per offered tool (a tool ``beside`` another shares its line), in ``order``, then ``SUBMIT``.
+    Without delegation, the tools that start sub-agents are not offered; to a read-only agent (the reviewer),
+    the tools that write."""
+    line_of = {**(lines or {}), **LLM_LINES}.get
     docs: dict[str, tuple[str, str]] = {name: (call, LLM_DOCS[name]) for name, call in LLM_TOOLS.items()}
     for name, func in tools:
         if (not can_delegate and getattr(func, "starts_subagents", False)) or (read_only and getattr(func, "writes", False)):
             continue
-        docs[name] = (signature(name, func, required_only=name in RARE), first_paragraph(func))
-    for name, other in NEEDS.items():
-        if name in docs and other not in docs:
-            del docs[name]
-    order = [name for name in FIRST if name in docs]
-    order += [name for name in docs if name not in FIRST and name not in LAST and name not in COMPANIONS]
-    order += [name for name in LAST if name in docs]
-    order += [name for name in COMPANIONS if name in docs and COMPANIONS[name] not in docs]  # alone
-    lines = []
+        brief = (line_of(name) or ToolLine()).brief
+        docs[name] = (signature(name, func, required_only=brief), first_paragraph(func))
+    place = {name: line_of(name) or ToolLine() for name in docs}
+    for name, line in list(place.items()):
+        if line.needs and line.needs not in docs:  # of no use without the other: not offered alone
+            del docs[name], place[name]
+    beside = {name: line.beside for name, line in place.items() if line.beside in docs}
+    alone = [name for name, line in place.items() if line.beside and name not in beside]  # its partner is absent
+    order = sorted((name for name in docs if name not in beside and name not in alone), key=lambda n: place[n].order)
+    order += sorted(alone, key=lambda n: place[n].order)
+    shown = []
     for name in order:
         call, doc = docs[name]
         line = f"- `{call}`: {doc}"
-        for companion, partner in COMPANIONS.items():
-            if partner == name and companion in docs:
-                other_call, other_doc = docs[companion]
-                line = f"{line.rstrip('.')}; `{other_call}`: {other_doc}"
-        lines.append(line)
-    lines.append(submit_line(outputs))
-    return lines
+        for companion in sorted((c for c, partner in beside.items() if partner == name), key=lambda c: place[c].order):
+            other_call, other_doc = docs[companion]
+            line = f"{line.rstrip('.')}; `{other_call}`: {other_doc}"
+        shown.append(line)
+    shown.append(submit_line(outputs))
+    return shown
 
 
 def submit_line(outputs: dict[str, str]) -> str:

@@ -5,8 +5,8 @@ delegates to (``delegate(task, agent="NAME")``), a one-line description the pare
 prompt lists, instructions (the same depth sections as a profile may be used), and,
 optionally, tools offered to it and to nobody else, its own LM and its own step limit.
 
-The packaged profiles are types too (`PACKAGED_DESCRIPTIONS`); a user type may not take
-one of their names. Everything is checked when the type is made (`check_tool`,
+The packaged profiles are types too (delegation describes them: tools/delegation/tools.py); a user
+type may not take one of their names. Everything is checked when the type is made (`check_tool`,
 `SubAgentType.__post_init__`): a mistake is one `ValueError` line, nothing half made.
 """
 
@@ -21,12 +21,6 @@ from ..model.local_server import is_local
 from .notebook_tools import as_tool, check_tool
 from .profiles import Profile, available_profiles
 
-PACKAGED_DESCRIPTIONS = {
-    "default": "a general deep agent: explores data, computes, writes files",
-    "coder": "writes, fixes and tests code in the workspace",
-    "researcher": "gathers facts from files and sources, with evidence",
-    "reviewer": "checks a draft against criteria and gives a verdict (what review() uses)",
-}
 MAX_DESCRIPTION = 300
 
 
@@ -109,25 +103,6 @@ def check_types(types: Iterable[Any]) -> dict[str, SubAgentType]:
             raise InvalidValue(f"subagents: two types named {item.name!r}")
         out[item.name] = item
     return out
-
-
-SUBAGENTS_HEAD = (
-    "## Sub-agents\nA sub-agent (`delegate`) works in a kernel of its own whose working directory is the "
-    "workspace: it sees your files there, not your variables. Types for `agent=` (default: like you):")
-NOT_LISTED = {"reviewer"}  # reached through review()
-
-
-def describe_types(types: dict[str, SubAgentType], own: str | None = None) -> str:
-    """What a parent's prompt says about delegating: where sub-agents work, and every type it may pick
-    (the packaged profiles but its own and the reviewer's, then the user's), each with its description."""
-    lines = [SUBAGENTS_HEAD]
-    for name in available_profiles():
-        if name != own and name not in NOT_LISTED:
-            lines.append(f"- {name}: {PACKAGED_DESCRIPTIONS.get(name, 'a packaged profile')}")
-    for kind in types.values():
-        tools = f" (tools: {', '.join(kind.tool_names)})" if kind.tools else ""
-        lines.append(f"- {kind.name}: {kind.description}{tools}")
-    return "\n".join(lines)
 
 
 def known_names(types: dict[str, SubAgentType]) -> list[str]:

@@ -5,8 +5,9 @@ history passes the agent's ``compact_at`` (tokens, or a fraction of the model's
 context window: the LM's ``deepagent_context_window`` when it has one, as the local
 server's LM does, else as LiteLLM reports it), the older steps are replaced *in the
 prompt* by a summary the sub-LM writes; the last `KEEP_VERBATIM` steps stay verbatim. The
-RLM's own history, the run's steps and its record keep every step, and the agent's
-``history()`` tool returns them all.
+RLM's own history, the run's steps and its record keep every step; where the agent can read
+them back is what its capabilities say (their ``notes[COMPACTED]``: the history tool's), shown
+in the compacted history's head.
 
 The one place this touches DSPy: `CompactedHistory`, a ``REPLHistory`` subclass
 whose ``format`` renders the summary and the recent steps. `StepPredict` hands it to
@@ -35,6 +36,7 @@ MIN_WINDOW = 4_096  # tokens: below a share of this, no history needs compacting
 CHARS_PER_TOKEN = 4
 KEEP_VERBATIM = 3
 SUMMARY_CHARS = 2_000
+COMPACTED = "compacted"  # a capability's note for the compacted history's head: where every step can still be read
 
 SUMMARY_PROMPT = """You compress the history of a coding agent working in a Python REPL.
 Write a summary of at most 200 words that keeps what later steps need: the variables made and
@@ -50,12 +52,13 @@ class CompactedHistory(REPLHistory):
 
     summary: str = ""
     summarized: int = 0  # how many of the earliest steps the summary stands for
+    where: str = ""  # where every step can still be read (the capabilities' note), if anywhere
 
     def format(self) -> str:
         recent = "\n".join(entry.format(index=self.summarized + i, max_output_chars=self.max_output_chars)
                            for i, entry in enumerate(self.entries))
-        head = (f"=== Steps 1-{self.summarized} (compacted; history() returns every step in full) ===\n"
-                f"{self.summary}")
+        where = f"; {self.where}" if self.where else ""
+        head = f"=== Steps 1-{self.summarized} (compacted{where}) ===\n{self.summary}"
         return head + ("\n" + recent if recent else "")
 
 
@@ -95,8 +98,9 @@ def _window(model: str) -> int:
 class Compactor:
     """One run's compaction state: the summary so far and how many steps it covers."""
 
-    def __init__(self, run: Any, compact_at: float | int, lm: Any = None, sub_lm: Any = None):
+    def __init__(self, run: Any, compact_at: float | int, lm: Any = None, sub_lm: Any = None, where: str = ""):
         self.run = run
+        self.where = where
         self.compact_at = compact_at
         self.lm = lm
         self._limit_chars: int | None = None
@@ -139,7 +143,7 @@ class Compactor:
         if not self.summarized:
             return history
         return CompactedHistory(entries=entries[self.summarized:], max_output_chars=history.max_output_chars,
-                                summary=self.summary, summarized=self.summarized)
+                                summary=self.summary, summarized=self.summarized, where=self.where)
 
     def _summarize(self, entries: list) -> str:
         steps = "\n".join(entry.format(index=self.summarized + i, max_output_chars=1_500)
@@ -178,7 +182,9 @@ def compactor_for(session: Any) -> Compactor | None:
             found = session.compactor = False
         else:
             sub_lm = getattr(getattr(agent, "rlm", None), "sub_lm", None)
-            found = session.compactor = Compactor(session.run, compact_at, dspy.settings.lm, sub_lm)
+            extensions = getattr(agent, "extensions", None)
+            where = extensions.note(COMPACTED) if extensions is not None else ""
+            found = session.compactor = Compactor(session.run, compact_at, dspy.settings.lm, sub_lm, where)
     return found or None
 
 

@@ -128,6 +128,7 @@ class Approver:
     ask: Callable[[str], str] | None = None  # None: no stdin
     out: Any = None  # where the question is shown (the cell's stdout when the run started)
     workspace: str | None = None
+    tool_rules: dict[str, str] = field(default_factory=dict)  # the agent's tools' own rules (`risk.tool_rules`)
     approve_all: bool = False
     stopped: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -142,7 +143,8 @@ class Approver:
         self.approved.pop(run, None)
         if self.policy == "never":
             return None
-        reasons = analyse(code, user_names=user_names, workspace=self.workspace, rules=self.rules)
+        reasons = analyse(code, user_names=user_names, workspace=self.workspace, rules=self.rules,
+                          tool_rules=self.tool_rules)
         if self.policy == "risky" and not reasons:
             return None
         refusal = self._decide(run, self._proposal(run, code, reasons))

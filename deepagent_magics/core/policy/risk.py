@@ -1,6 +1,6 @@
 """What makes a code block risky: named rules over its syntax tree (``ast``, never regexes).
 
-`analyse(code, user_names=..., workspace=..., rules=...)` returns the `Risk`s a block
+`analyse(code, user_names=..., workspace=..., rules=..., tool_rules=...)` returns the `Risk`s a block
 carries, each with the rule that found it and a reason a person can read. The rules
 (`RULES`, each on or off: `parse_rules`):
 
@@ -13,7 +13,8 @@ carries, each with the rule that found it and a reason a person can read. The ru
 - ``installs_packages``: ``pip``, ``%pip``, ``conda``;
 - ``dynamic_code``: ``exec``/``eval``/``compile`` of a computed string, a computed import or
   attribute of a module (a constant string given to ``exec`` is analysed as code itself);
-- ``subagents``: ``delegate``/``delegate_batched``, which cost money.
+- ``subagents``: the tools that start sub-agents, which cost money (each tool says which rule a
+  call of it falls under: its ``risk_rule``, gathered into ``tool_rules`` by the agent).
 
 Names are followed through aliases (``import os as o``, ``from subprocess import run as r``,
 ``f = os.remove``, ``getattr(os, 'remove')``, ``__import__('shutil')``). The analysis errs
@@ -24,7 +25,7 @@ is read through IPython's own transformer first.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,19 +62,26 @@ class Risk:
 
 
 def analyse(code: str, *, user_names: Iterable[str] = (), workspace: str | None = None,
-            rules: Iterable[str] | None = None) -> list[Risk]:
-    """The risks of ``code`` under the enabled ``rules`` (all by default), each found once."""
+            rules: Iterable[str] | None = None, tool_rules: Mapping[str, str] | None = None) -> list[Risk]:
+    """The risks of ``code`` under the enabled ``rules`` (all by default), each found once; ``tool_rules``: the
+    rule a call of each of the agent's tools falls under, by name (`tool_rules`)."""
     enabled = frozenset(RULES) if rules is None else frozenset(rules)
     tree = _parse(code)
     if tree is None:
         return []  # it will not run either: the interpreter reports the SyntaxError
-    found = _Analysis(set(user_names), workspace, 0).run(tree)
+    found = _Analysis(set(user_names), workspace, 0, dict(tool_rules or {})).run(tree)
     seen, out = set(), []
     for risk in found:
         if risk.rule in enabled and risk not in seen:
             seen.add(risk)
             out.append(risk)
     return out
+
+
+def tool_rules(tools: Iterable[Any]) -> dict[str, str]:
+    """The rule a call of each tool falls under, by name: what the tool says (its ``risk_rule``), if anything."""
+    return {tool.__name__: tool.risk_rule for tool in tools
+            if isinstance(getattr(tool, "risk_rule", None), str) and getattr(tool, "__name__", None)}
 
 
 def _parse(code: str) -> ast.Module | None:
@@ -90,8 +98,9 @@ def _parse(code: str) -> ast.Module | None:
 
 
 class _Analysis(ast.NodeVisitor):
-    def __init__(self, user_names: set[str], workspace: str | None, depth: int):
+    def __init__(self, user_names: set[str], workspace: str | None, depth: int, tool_rules: dict[str, str]):
         self.user = user_names
+        self.tool_rules = tool_rules
         self.workspace = workspace
         self.depth = depth
         self.aliases: dict[str, str] = {}  # local name -> qualified name ("os", "os.remove", NAMESPACE)
@@ -244,7 +253,7 @@ class _Analysis(ast.NodeVisitor):
     def _reference(self, name: str | None, shown: str) -> None:
         if not name:
             return
-        rule = rule_of_name(name)
+        rule = self.tool_rules.get(name) or rule_of_name(name)
         if rule is not None:
             self.add(rule, f"uses {name}" + (f" (as {shown})" if shown != name and shown.isidentifier() else ""))
 
@@ -318,7 +327,7 @@ class _Analysis(ast.NodeVisitor):
             if self.depth < MAX_DEPTH:
                 tree = _parse(source)
                 if tree is not None:
-                    inner = _Analysis(self.user, self.workspace, self.depth + 1)
+                    inner = _Analysis(self.user, self.workspace, self.depth + 1, self.tool_rules)
                     inner.scope = self.scope
                     for risk in inner.run(tree):
                         self.add(risk.rule, f"{risk.reason} (inside {func})")

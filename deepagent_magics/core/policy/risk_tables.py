@@ -87,7 +87,6 @@ WRITE_FUNCTIONS = {"write_text", "write_bytes", "touch", "mkdir", "makedirs", "c
 
 RISKY_MEMBERS = {NAMESPACE, "__main__", "builtins", "os", "shutil", "pathlib", "io", "sys", "importlib", "posix",
                  "ctypes", "asyncio"}  # a computed attribute of one of these may reach a risky function
-SUBAGENT_TOOLS = {"delegate", "delegate_batched"}
 
 
 def qualify_alias(name: str) -> str:
@@ -105,8 +104,6 @@ def rule_of_name(name: str | None, module: bool = False) -> str | None:
     """The rule a reference to ``name`` falls under (None: harmless as far as we know)."""
     if not name:
         return None
-    if name in SUBAGENT_TOOLS and not module:
-        return "subagents"
     if name in PROCESS_FUNCTIONS or name.startswith(PROCESS_PREFIXES):
         return "starts_process"
     if name in REMOVE_FUNCTIONS:

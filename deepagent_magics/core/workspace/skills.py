@@ -15,7 +15,7 @@ use it, followed by its instructions; the folder may hold any files those need::
 Skills are found in ``<workspace>/skills/`` and in a user-wide folder (`user_dir`: the agent's
 ``skills_dir``, else ``DEEPAGENT_SKILLS_DIR``, else ``~/.deepagent/skills``); a workspace skill
 wins over a user-wide one of the same name. The agent's prompt lists each skill's name and
-description only (`listing`, bounded), and the agent reads a skill on demand (``read_skill``,
+description only, bounded, and the agent reads a skill on demand (both are the skills capability's,
 ``tools/skills.py``). A folder that is not a well-formed skill is skipped, with one line saying
 why (`find_skills` returns them). The front matter is read with a small YAML subset parser
 (`front_matter`): ``key: value`` lines, quoted values, ``|`` and ``>`` blocks, and nested blocks
@@ -40,10 +40,6 @@ MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 MAX_FOLDERS = 500  # scanned per root: a huge folder is not a skill library
 MAX_HEAD = 64 * 1024  # bytes of SKILL.md read for its front matter
-LISTED = 100  # skills named in the prompt; past that, one line says how many more list_skills() lists
-LISTED_CHARS = 2400  # of whole descriptions in the prompt; past it, the less relevant skills are named only
-COMMON_WORDS = {"the", "and", "for", "with", "from", "that", "this", "use", "used", "when", "what", "which", "are",
-                "its", "into", "your", "you", "all", "any", "each", "one", "how", "asked", "about", "not"}
 _KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)\s*:(?:\s+(.*)|\s*)$")
 
 
@@ -177,40 +173,3 @@ def _value(value: str, block: list[str], key: str) -> str:
         inner = value[1:-1]
         return inner.replace("''", "'") if quote == "'" else inner.replace('\\"', '"')
     return " ".join([value] + [line for line in block if line]).strip() if value or not block else "\n".join(block)
-
-
-def listing(skills: list[Skill], task: str = "") -> str:
-    """What the agent's prompt gets: each skill's whole description (never cut) while `LISTED_CHARS` lasts, the
-    skills most relevant to ``task`` first (`ranked`); past it the rest by name, then how many more there are."""
-    if not skills:
-        return ""
-    lines = ["## Skills",
-             "Each skill is a folder of instructions (and files) for one kind of work. Before doing work a "
-             "skill covers, read it: `print(read_skill(\"NAME\"))`, then the files it mentions with "
-             "`read_skill(\"NAME\", \"path/in/skill\")`."]
-    named, used = [], 0
-    for skill in ranked(skills, task)[:LISTED]:
-        line = f"- {skill.name}: {' '.join(skill.description.split())}"
-        if used + len(line) <= LISTED_CHARS and not named:
-            lines.append(line)
-            used += len(line) + 1
-        else:
-            named.append(skill.name)
-    if named:
-        lines.append(f"- also (`list_skills()` describes them): {', '.join(named)}")
-    if len(skills) > LISTED:
-        lines.append(f"- ... {len(skills) - LISTED} more: `list_skills()` lists them all")
-    return "\n".join(lines)
-
-
-def ranked(skills: list[Skill], task: str) -> list[Skill]:
-    """The skills, those sharing the most words with ``task`` (in their name or description) first; ties
-    keep their order."""
-    words = {word for word in re.findall(r"[a-z0-9]+", task.lower()) if len(word) > 2} - COMMON_WORDS
-    if not words:
-        return list(skills)
-
-    def shared(skill: Skill) -> int:
-        return len(words & set(re.findall(r"[a-z0-9]+", f"{skill.name} {skill.description}".lower())))
-
-    return sorted(skills, key=shared, reverse=True)

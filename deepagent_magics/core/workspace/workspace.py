@@ -74,6 +74,10 @@ class WorkspaceError(DeepAgentError, ValueError):
     """A path or an edit the workspace refuses; its message is what the agent sees."""
 
 
+class HostStatePath(WorkspaceError):
+    """A write into the host's own folder (records, checkpoints, memory), which no tool writes."""
+
+
 class Workspace:
     def __init__(self, root: str | os.PathLike, on_write: Callable[[str, int], None] | None = None):
         self.root = Path(root).expanduser().resolve()
@@ -138,8 +142,8 @@ class Workspace:
 
     def _write(self, parts: tuple[str, ...], shown: str, text: str) -> int:
         if parts and parts[0].casefold() == HOST_STATE:
-            raise WorkspaceError(f"Error: {shown!r} is in {HOST_STATE}/, the host's own records, checkpoints and "
-                                 "memory; the tools do not write there (use remember() for a memory)")
+            raise HostStatePath(f"Error: {shown!r} is in {HOST_STATE}/, the host's own records, checkpoints and "
+                                "memory; the tools do not write there")
         data = text.encode("utf-8")  # before anything is created: a bad string leaves nothing behind
         with safe_fs.opened(self._dir(parts[:-1], shown, create=True)) as folder:
             try:
@@ -193,9 +197,10 @@ class Workspace:
             return f"{name}@  (a link that leaves the workspace or loops)"
         return f"{name}@  -> {self.relative(target)}"
 
-    def read_file(self, path: str, offset: int = 0, limit: int = 2000) -> str:
+    def read_file(self, path: str, offset: int = 0, limit: int = 2000, read_on: str = "") -> str:
         """Numbered lines of a text file; a binary file is an error that says how to read it, and a line
-        longer than `LINE_CHARS` is shown cut, with how much more it holds (it is never read whole)."""
+        longer than `LINE_CHARS` is shown cut, with how much more it holds (it is never read whole). Lines left
+        after ``limit`` are counted, with the call that reads on: ``read_on``, the tool's call up to the path."""
         offset, limit = max(0, int(offset)), max(1, int(limit))
         _, fd = self._open(path)
         out = []
@@ -214,7 +219,8 @@ class Workspace:
         if not out:
             return f"(no lines after line {offset}; the file has {total} lines)"
         if total > offset + len(out):
-            out.append(f"... ({total - offset - len(out)} more lines; read_file({path!r}, offset={offset + len(out)}))")
+            call = f"{read_on}{path!r}, offset={offset + len(out)})" if read_on else f"from offset={offset + len(out)}"
+            out.append(f"... ({total - offset - len(out)} more lines; {call})")
         return "\n".join(out)
 
     def write_file(self, path: str, content: str) -> str:

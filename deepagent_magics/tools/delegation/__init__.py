@@ -16,6 +16,7 @@ from .subagent import SubAgent
 from .supervise import run_subagents
 from .tools import (
            DEFAULT_CRITERIA,
+           DELEGATION,
            REVIEWER_PROFILE,
            delegate,
            delegate_batched,
@@ -26,6 +27,6 @@ from .tools import (
 from .tree import Budget, Outcome, Spec, Tree, tree_of
 from .verdict import VERDICTS, parse_verdict
 
-__all__ = ["Child", "SubAgent", "run_subagents", "DEFAULT_CRITERIA", "REVIEWER_PROFILE", "delegate",
+__all__ = ["Child", "SubAgent", "run_subagents", "DEFAULT_CRITERIA", "DELEGATION", "REVIEWER_PROFILE", "delegate",
            "delegate_batched", "delegation_tools", "offer_subagent_types", "review", "Budget", "Outcome", "Spec", "Tree", "tree_of",
            "VERDICTS", "parse_verdict"]

@@ -5,13 +5,26 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ...core.loop.capability import Capability, ToolLine
 from ...core.run import session as _session
-from ...core.loop.subagent_types import describe_types
+from ...core.run.event_kinds import SUBAGENT_FINISHED, SUBAGENT_STARTED
+from ...core.loop.profiles import available_profiles
+from ...core.loop.subagent_types import SubAgentType
 from ..tool_call import tool
 from .supervise import run_subagents
 from .tree import Spec
 from .verdict import REVIEWER_PROFILE, parse_verdict
 
+PACKAGED_DESCRIPTIONS = {
+    "default": "a general deep agent: explores data, computes, writes files",
+    "coder": "writes, fixes and tests code in the workspace",
+    "researcher": "gathers facts from files and sources, with evidence",
+    "reviewer": "checks a draft against criteria and gives a verdict (what review() uses)",
+}
+SUBAGENTS_HEAD = (
+    "## Sub-agents\nA sub-agent (`delegate`) works in a kernel of its own whose working directory is the "
+    "workspace: it sees your files there, not your variables. Types for `agent=` (default: like you):")
+NOT_LISTED = {"reviewer"}  # reached through review()
 DEFAULT_CRITERIA = [
     "It does everything the task asks, completely.",
     "Its facts, numbers and file references are correct: check them against the workspace files and the context.",
@@ -45,6 +58,7 @@ def delegate_batched(tasks: list) -> list:
 
 delegate.starts_subagents = delegate_batched.starts_subagents = True  # not offered where delegation is not allowed
 delegate.writes = delegate_batched.writes = True  # a sub-agent writes: refused to a read-only agent
+delegate.risk_rule = delegate_batched.risk_rule = "subagents"  # approval asks before code that calls them
 
 
 @tool
@@ -78,6 +92,26 @@ def offer_subagent_types(agent: Any, root: Any) -> str:
             or not any(tool in agent.builtin_tools() for tool in (delegate, review)):
         return ""
     return describe_types(getattr(agent, "subagents", None) or {}, own=getattr(agent, "profile", None))
+
+
+DELEGATION = Capability(
+    "delegation", tools=[delegate, delegate_batched, review], instructions=offer_subagent_types,
+    lines={"delegate": ToolLine(order=40), "delegate_batched": ToolLine(order=40, beside="delegate"),
+           "review": ToolLine(order=41)},
+    events=(SUBAGENT_STARTED, SUBAGENT_FINISHED))
+
+
+def describe_types(types: dict[str, SubAgentType], own: str | None = None) -> str:
+    """What a parent's prompt says about delegating: where sub-agents work, and every type it may pick
+    (the packaged profiles but its own and the reviewer's, then the user's), each with its description."""
+    lines = [SUBAGENTS_HEAD]
+    for name in available_profiles():
+        if name != own and name not in NOT_LISTED:
+            lines.append(f"- {name}: {PACKAGED_DESCRIPTIONS.get(name, 'a packaged profile')}")
+    for kind in types.values():
+        tools = f" (tools: {', '.join(kind.tool_names)})" if kind.tools else ""
+        lines.append(f"- {kind.name}: {kind.description}{tools}")
+    return "\n".join(lines)
 
 
 def _task_list(tasks: Any) -> list:
