@@ -37,7 +37,8 @@ spec = json.load(open(sys.argv[1]))
 exec(spec["before"])  # what the host does to itself first (a seccomp filter of its own: a host like Docker's)
 from deepagent_magics.interpreters.kernel import KernelInterpreter
 from deepagent_magics.interpreters.pool import KernelPool
-pool = KernelPool(size=0)
+from deepagent_magics.interpreters.pool.sandbox import SandboxPolicy
+pool = KernelPool(size=0, sandbox=SandboxPolicy(network=spec["network"]))
 try:
     interpreter = KernelInterpreter(pool=pool, cwd=spec["workspace"])
     try:
@@ -46,7 +47,9 @@ try:
         interpreter.shutdown()
 finally:
     pool.stop()
-print(json.dumps({"isolation": pool.isolation, "output": output}))
+host_report = None
+exec(spec["after"])  # what the host looks at afterwards (binds host_report)
+print(json.dumps({"isolation": pool.isolation, "output": output, "host_report": host_report}))
 """
 
 
@@ -76,11 +79,14 @@ class Host:
                 for each in [path, *path.rglob("*")] if path.is_dir() else [path]:
                     os.lchown(each, UNPRIVILEGED, UNPRIVILEGED)
 
-    def run(self, code: str, env: dict[str, str] | None = None, before: str = "", timeout: float = 180) -> dict:
-        """Run ``code`` (which binds ``report``) in a sandboxed kernel of a new host; its record and report."""
+    def run(self, code: str, env: dict[str, str] | None = None, before: str = "", after: str = "",
+            network: bool = False, timeout: float = 180) -> dict:
+        """Run ``code`` (which binds ``report``) in a sandboxed kernel of a new host (``network``: with the
+        network); the pool's record of the sandbox, the report, and what ``after`` bound as ``host_report``."""
         spec = self.root / "spec.json"
         spec.write_text(json.dumps({"code": textwrap.dedent(code), "workspace": str(self.workspace),
-                                    "before": textwrap.dedent(before)}))
+                                    "before": textwrap.dedent(before), "after": textwrap.dedent(after),
+                                    "network": network}))
         script = self.root / "host.py"
         script.write_text(HOST)
         self.own(spec, script)

@@ -10,7 +10,9 @@ its code can reach, it can write. So each local kernel starts inside ``bwrap`` (
   ``.git`` (hooks and ``core.fsmonitor`` run on the host) bound read-only over the workspace; the
   Python environment read-only even when it lives in the workspace (a ``.venv``: the host imports it);
   secrets of the home (``.ssh``, cloud credentials, the IPython and Jupyter folders) hidden when the
-  workspace contains the home; the host's signing key (``records/host_key.py``) hidden wherever it is;
+  workspace contains the home; the home the password database gives and ``TMPDIR`` hidden too; Jupyter's
+  and IPython's folders, connection files, servers' sockets, the host's signing key, the model cache and
+  the sockets the environment names hidden wherever they are (`host_folders`);
 - the kernel's own folder (connection file and its unix sockets: the protocol needs no network)
   writable; the environment without credential-named variables and without the host's IPython
   profile, startup file or Jupyter folders;
@@ -40,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ...core.run.secrets import is_secret_name
+from . import host_folders
 from .hardening import Hardening, probe as probe_hardening
 
 BWRAP = "bwrap"  # the program; tests point it elsewhere to play a machine without it
@@ -159,13 +162,14 @@ def wrap(argv: list[str], *, workspace: str, kernel_dir: str, network: bool = Fa
     workspace, kernel_dir = os.path.realpath(workspace), os.path.realpath(kernel_dir)
     home = os.path.realpath(home or os.path.expanduser("~"))
     hidden = [path for path in {"/tmp", "/run", home, *_host_folders()} if _covers_nothing_needed(path)]
+    secrets = [path for path in host_folders.secrets(home) if _covers_nothing_needed(path)]
     mounts: list[tuple[str, int, list[str]]] = []  # (path, rank at equal depth, bwrap arguments)
     for path in hidden:
         if os.path.isdir(path):
             mounts.append((path, 0, ["--tmpfs", path]))
     shown: list[str] = []
     for path in _runtime_paths(argv, runtime):
-        again = any(_under(path, area) for area in hidden) or _under(path, workspace)
+        again = any(_under(path, area) for area in [*hidden, *secrets]) or _under(path, workspace)
         uncovers = any(_under(area, path) for area in [*hidden, workspace])  # would show a hidden folder whole
         if again and not uncovers and os.path.exists(path) and not any(_under(path, done) for done in shown):
             shown.append(path)
@@ -183,11 +187,10 @@ def wrap(argv: list[str], *, workspace: str, kernel_dir: str, network: bool = Fa
         path = os.path.join(home, name)
         if _under(path, workspace) and os.path.lexists(path):
             mounts.append((path, 3, ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]))
-    for path in _host_key_paths(home):
-        if os.path.isdir(path):
-            mounts.append((path, 4, ["--tmpfs", path]))
-        elif os.path.isfile(path):
-            mounts.append((path, 4, ["--ro-bind", "/dev/null", path]))
+    shown_again = [workspace, kernel_dir, *shown]
+    for path in secrets:  # after whatever shows a folder they lie in again, even at the same depth
+        if not _out_of_sight(path, hidden, [other for other in secrets if other != path], shown_again):
+            mounts.append((path, 4, ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]))
     if network:
         resolv = os.path.realpath("/etc/resolv.conf")
         if any(_under(resolv, area) for area in hidden):  # /run/systemd/resolve/...: DNS needs it
@@ -200,25 +203,28 @@ def wrap(argv: list[str], *, workspace: str, kernel_dir: str, network: bool = Fa
     return command + list(argv)
 
 
-def _host_key_paths(home: str) -> list[str]:
-    """Where the host's signing key lives (as ``records.host_key.key_path`` finds it): never shown, even
-    when it is kept outside the home (with it a sub-agent could sign a planted checkpoint)."""
-    configured = os.environ.get("DEEPAGENT_HOST_KEY", "").strip()
-    data = os.environ.get("XDG_DATA_HOME", "").strip() or os.path.join(home, ".local", "share")
-    paths = [os.path.realpath(os.path.join(data, "deepagent-magics"))]
-    if configured:
-        paths.append(os.path.realpath(os.path.expanduser(configured)))
-    return paths
-
-
 def _host_folders() -> list[str]:
-    """The host's IPython and Jupyter folders when set outside the home (hidden: the kernel gets its own)."""
+    """Besides ``/tmp``, ``/run`` and ``HOME``, hidden whole: the host's ``TMPDIR`` and the home the password
+    database gives (``HOME`` may point elsewhere). What lies elsewhere is `host_folders.secrets`."""
     folders = []
-    for name in ("IPYTHONDIR", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "TMPDIR"):
-        value = os.environ.get(name)
-        if value and os.path.isabs(value):
-            folders.append(os.path.realpath(value))
-    return folders
+    tmpdir = os.environ.get("TMPDIR")
+    if tmpdir and os.path.isabs(tmpdir):
+        folders.append(os.path.realpath(tmpdir))
+    with contextlib.suppress(KeyError, ImportError):
+        import pwd
+
+        folders.append(os.path.realpath(pwd.getpwuid(os.getuid()).pw_dir))
+    return [folder for folder in folders if os.path.isdir(folder)]
+
+
+def _out_of_sight(path: str, hidden: list[str], secrets: list[str], shown: list[str]) -> bool:
+    """Whether ``path`` is hidden already: a hidden folder holds it deeper than anything shown again (at equal
+    depth a shown folder wins over a hidden one and loses to a secret one)."""
+    def deepest(areas: list[str]) -> int:
+        return max((_depth(area) for area in areas if _under(path, area)), default=-1)
+
+    show = deepest(shown)
+    return deepest(hidden) > show or deepest(secrets) >= max(show, 0)
 
 
 def _covers_nothing_needed(path: str) -> bool:
