@@ -10,8 +10,9 @@ Replies can stream (server-sent events, in chunks with pauses).
     with FakeProvider([Reply.fields(reasoning="...", code="SUBMIT(result=1)")]) as provider:
         lm = dspy.LM("openai/fake", api_base=provider.url, api_key="sk-local", cache=False)
 
-Every request the server received is kept in ``provider.requests`` (the JSON body, the
-path and the headers). When the script runs out, the server answers 500 with a message
+Like a real provider, it ends a reply at the first of the request's ``stop`` sequences, which
+it leaves out (``honours_stop=False`` sends every reply whole). Every request the server
+received is kept in ``provider.requests`` (the JSON body, the path and the headers). When the script runs out, the server answers 500 with a message
 saying so, so a test that expected fewer calls fails loudly instead of hanging.
 """
 
@@ -22,7 +23,7 @@ import socket
 import struct
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterable
 
@@ -82,8 +83,9 @@ class Reply:
 class FakeProvider:
     """Serve ``script`` (Replies, or dicts of fields) on 127.0.0.1; ``url`` is the ``api_base``."""
 
-    def __init__(self, script: Iterable[Reply | dict[str, Any] | str] = ()):
+    def __init__(self, script: Iterable[Reply | dict[str, Any] | str] = (), honours_stop: bool = True):
         self.script: list[Reply] = [_as_reply(item) for item in script]
+        self.honours_stop = honours_stop
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), _handler(self))
@@ -117,7 +119,8 @@ class FakeProvider:
     def _next(self, request: dict[str, Any]) -> Reply | None:
         with self._lock:
             self.requests.append(request)
-            return self.script.pop(0) if self.script else None
+            reply = self.script.pop(0) if self.script else None
+        return _stopped(reply, request["body"]) if reply is not None and self.honours_stop else reply
 
 
 class _Server(ThreadingHTTPServer):
@@ -135,6 +138,17 @@ def _as_reply(item: Reply | dict[str, Any] | str) -> Reply:
     if isinstance(item, dict):
         return Reply.fields(**item)
     return Reply(content=str(item))
+
+
+def _stopped(reply: Reply, body: dict[str, Any]) -> Reply:
+    """``reply`` ended where a provider ends it: before the first of the request's stop sequences (OpenAI's
+    ``stop``, Anthropic's ``stop_sequences``), which is not sent."""
+    stops = body.get("stop") or body.get("stop_sequences") or []
+    stops = [stops] if isinstance(stops, str) else [stop for stop in stops if stop]
+    found = [at for at in (reply.content.find(stop) for stop in stops) if at >= 0]
+    if not found or reply.status != 200:
+        return reply
+    return replace(reply, content=reply.content[:min(found)], finish_reason="stop")
 
 
 def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import dspy
 
-from ..model import caching, compaction
+from ..model import caching, compaction, stop_sequences
 from ..model import step_streaming as streaming
 from ..policy import spend, steering
 from ..run import session as _session
@@ -99,6 +99,13 @@ def _cache_marked(step: Step, call: Call) -> Call:
     return lambda **inputs: caching.call_marked(step.lm, inputs, lambda one: call(**one))
 
 
+def _stopped(step: Step, call: Call) -> Call:
+    """End the reply at the adapter's end marker, where the provider takes a stop sequence (`stop_sequences`)."""
+    if step.is_async:
+        return lambda **inputs: stop_sequences.acall_stopped(step.lm, inputs, lambda one: call(**one))
+    return lambda **inputs: stop_sequences.call_stopped(step.lm, inputs, lambda one: call(**one))
+
+
 def _streamed(step: Step, call: Call) -> Call:
     """Stream the reply into the run's events while the model writes it (`step_streaming`)."""
     return lambda **inputs: streaming.call(step.predictor, step.lm, inputs, lambda: call(**inputs))
@@ -147,6 +154,10 @@ STEP_PIPELINE: tuple[Layer, ...] = (
     Layer("kept for --last",
           "after everything that changes the inputs: what is sent is what %deepagent_prompt --last shows",
           lambda step: step.session is not None, _inputs(lambda step, inputs: _keep_request(step, inputs))),
+    Layer("end marker as stop",
+          "on the final request: the provider stops writing at [[ ## completed ## ]], not at the token limit; "
+          "a provider that rejects the stop is asked again without it",
+          lambda step: stop_sequences.stop_for(step.lm) is not None, _stopped),
     Layer("cache marks",
           "on the final request: the stable head of exactly what is sent is marked for the provider's cache",
           lambda step: caching.prompt_cache_for(step.lm) is not None, _cache_marked),

@@ -17,7 +17,7 @@ from deepagent_magics.core.run.session import Session
 from deepagent_magics.core.workspace.workspace import Workspace
 
 ORDER = ["remember inputs", "stop check", "stall check", "spend admission", "attempts", "compaction", "user notes",
-         "kept for --last", "cache marks", "streaming"]
+         "kept for --last", "end marker as stop", "cache marks", "streaming"]
 
 
 def _step(tmp_path, *, is_async=False, lm=None, run=None) -> Step:
@@ -39,13 +39,16 @@ def test_a_run_pays_only_for_the_layers_it_uses(tmp_path):
     step.lm = dspy.LM("openai/x", api_key="k")
     run.tree.stream = False
     used = [layer.name for layer in STEP_PIPELINE if layer.applies(step)]
-    assert used == ["remember inputs", "attempts", "compaction", "kept for --last"]  # no caps, steering, stream, cache
+    assert used == ["remember inputs", "attempts", "compaction", "kept for --last", "end marker as stop"]  # no caps,
+    # steering, stream, cache marks
+    step.lm = dspy.LM("openai/o3", api_key="k", temperature=1.0, max_tokens=16000)  # refuses a stop sequence
+    assert "end marker as stop" not in [layer.name for layer in STEP_PIPELINE if layer.applies(step)]
 
     run.spend = SpendBudget(max_tokens=1000, run=run)
     steering_of(run, create=True)
     used = [layer.name for layer in STEP_PIPELINE if layer.applies(step)]
     assert used == ["remember inputs", "stop check", "spend admission", "attempts", "compaction", "user notes",
-                    "kept for --last"]
+                    "kept for --last"]  # (o3: no stop sequence)
 
 
 def test_a_sub_agent_step_sees_its_trees_caps_in_one_step(tmp_path):

@@ -1,4 +1,5 @@
-"""Rebuild replies.json from ../shared/real-model-runs (run from the repository root; not needed by the tests).
+"""Rebuild replies.json and raw_replies.json from ../shared/real-model-runs (run from the repository root; not
+needed by the tests).
 
     python tests/data/real_model_runs/make_replies.py ../shared/real-model-runs
 
@@ -8,6 +9,10 @@ prompt and the answer). Where the code that ran differs from the stored reply (0
 stored reply has the quotes fixed, the step that ran had ``t[\\"...\\"]`` inside an f-string,
 as the next request's REPL history shows), the code as it ran is kept and ``as_run`` says so.
 ``saw`` is the first line of the output the model read after the step, when that was an error.
+
+raw_replies.json keeps every agent step's reply exactly as the model sent it (both sessions: ``1/0001``,
+``2/0001``), for the tests that cut replies at the end marker; its ``local/...`` entries (what the local
+model wrote, from ``python -m bench.local_model``) are kept as they are.
 """
 
 from __future__ import annotations
@@ -67,5 +72,20 @@ def main(source: Path) -> None:
     (HERE / "replies.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+def raw(source: Path) -> None:
+    """Every step reply of both sessions as sent (not ``llm_query`` answers: they have no markers)."""
+    out = []
+    for session, folder in (("1", source), ("2", source / "session2")):
+        for path in sorted((folder / "resp").glob("*.txt")):
+            text = path.read_text(encoding="utf-8")
+            if "[[ ## code ## ]]" in text:
+                out.append({"id": f"{session}/{path.stem}", "model": "capable", "text": text})
+    target = HERE / "raw_replies.json"
+    kept = [each for each in json.loads(target.read_text(encoding="utf-8")) if each["id"].startswith("local/")] \
+        if target.exists() else []
+    target.write_text(json.dumps(out + kept, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 if __name__ == "__main__":
     main(Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/real-model-runs"))
+    raw(Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/real-model-runs"))
