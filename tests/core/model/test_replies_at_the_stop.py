@@ -36,11 +36,9 @@ def stopped(text: str) -> str:
     return text.split(COMPLETED, 1)[0]
 
 
-def test_the_recordings_hold_replies_of_both_kinds():
+def test_the_recordings_hold_whole_replies():
     assert sum(each["model"] == "capable" for each in RAW) >= 60
-    assert sum(each["model"] == "local" for each in RAW) >= 5
     assert all(COMPLETED in each["text"] for each in RAW)
-    assert any(each["text"].split(COMPLETED, 1)[1].strip() for each in RAW if each["model"] == "local")
 
 
 @pytest.mark.parametrize("reply", RAW, ids=[each["id"] for each in RAW])
