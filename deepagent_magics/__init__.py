@@ -27,13 +27,15 @@ from .core.loop import extensions
 from .core.loop.capability import Capability, ToolLine
 from .core.loop.extensions import Extensions
 from .core.loop.subagent_types import SubAgentType
+from .core.workspace.workspace import Workspace
 from .interpreters import KernelPool, ShellInterpreter
 from .records import log_scrubbing
 from .standard import standard_extensions
 from .testing import ScriptedLM
 
 __all__ = ["DeepAgent", "SubAgentType", "Run", "Event", "ShellInterpreter", "KernelPool", "ScriptedLM", "Capability",
-           "ToolLine", "Extensions", "standard_extensions", "load_ipython_extension", "unload_ipython_extension"]
+           "ToolLine", "Extensions", "Workspace", "standard_extensions", "load_ipython_extension",
+           "unload_ipython_extension"]
 __version__ = "0.2.0"
 
 extensions.use_default(standard_extensions)  # made on first use: what an agent gets without extensions=

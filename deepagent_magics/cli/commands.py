@@ -27,7 +27,7 @@ from ..records.listing import NoSuchStep, format_step, runs_table
 from ..records.replay import replay
 from ..records.store import find_record, list_records, runs_dir
 from ..settings import CLI, agent_keywords, at
-from .inputs import load_variables
+from .inputs import load_variables, parse_load
 from .models import default_model, model_from_spec
 from .parser import UsageProblem
 
@@ -89,7 +89,8 @@ def _run(args: argparse.Namespace, task: str, lm: Any, sub_lm: Any, namespace: d
     try:
         settings = agent_keywords({s.name: getattr(args, s.name) for s in at(CLI)})  # as the table says
         agent = DeepAgent(**{**settings, "lm": lm, "sub_lm": sub_lm, "workspace": workspace, "pool": pool})
-        run = Run(task, profile=agent.profile, config={"approve": args.approve, "front_door": "cli"})
+        loaded = [f"{name}={path.resolve()}" for name, path in map(parse_load, args.load)]  # for an export's check
+        run = Run(task, profile=agent.profile, config={"approve": args.approve, "front_door": "cli", "loaded": loaded})
         progress = None if args.quiet else TextProgress(run, stream=sys.stderr)
         try:
             agent.run(task, namespace, run=run)

@@ -12,6 +12,7 @@ What a checkpoint holds and how it is written and read is records/checkpoint.py.
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict
 from typing import Any
 
@@ -153,7 +154,9 @@ class CheckpointMagics(AgentMagicsBase):
                                   if isinstance(entry, dict) and isinstance(entry.get("name"), str)],
                         "replay": [run for run in manifest.get("replay") or [] if isinstance(run, dict)]
                         if isinstance(manifest.get("replay"), list) else [],
-                        "threads": thread_ids, "todos": runs, "thread": last}
+                        "threads": thread_ids, "todos": runs, "thread": last,
+                        # for the runs after it: an export of one resumes the same checkpoint (records/rerun.py)
+                        "checkpoint": args.name, "from": str(root), "at": time.time(), "restored": list(report.restored)}
         print(f"Resumed {args.name!r}: {len(report.restored)} variable(s) restored"
               f"{' (' + ', '.join(report.restored) + ')' if report.restored else ''}, {len(thread_ids)} thread(s); "
               f"%%deepagent --continue picks up the last conversation")

@@ -99,6 +99,10 @@ class DeepAgentMagics(SettingTraits):
         run = Run(task, profile=agent.profile, run_id=args.run_id)
         if args.out:
             run.config["out"] = args.out  # a checkpoint saves it with the names the run made
+        resumed = getattr(self, "resumed", None) or {}
+        if resumed.get("checkpoint"):  # what this kernel resumed: an export of the run resumes it too
+            run.config.update(resumed=resumed["checkpoint"], resumed_from=resumed.get("from"),
+                              resumed_at=resumed.get("at"), resumed_names=list(resumed.get("restored") or []))
         previous = namespace.get("_deepagent_run", _NONE)
         self.runs.append(run)
         namespace["_deepagent_run"] = run

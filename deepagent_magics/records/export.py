@@ -29,6 +29,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from ..core.model.code_fences import runnable
 from ..core.run.model_text import markdown_html
 from ..core.run.run import Usage
+from .rerun import earlier_turns, plan
 from .store import record_home
 
 KNOWN_TOOLS = {"write_todos", "read_todos", "ls", "read_file", "write_file", "edit_file", "glob", "grep",
@@ -36,14 +37,14 @@ KNOWN_TOOLS = {"write_todos", "read_todos", "ls", "read_file", "write_file", "ed
 
 SETUP = '''\
 # Stand-ins for the agent's tools, so the recorded code re-runs without a model.
-# File tools act on WORKSPACE (the run's workspace; point it elsewhere to leave that untouched).
+# File tools act on WORKSPACE: {where}
 import json as _json
 import os as _os
 from pathlib import Path as _Path
 
-from deepagent_magics.workspace import Workspace as _Workspace
+from deepagent_magics import Workspace as _Workspace
 
-WORKSPACE = _Path({workspace!r})
+WORKSPACE = {workspace}
 _ws = _Workspace(WORKSPACE)
 _NOTEBOOK_DIR = _os.getcwd()  # sub-agents' code ran in the workspace: their sections change there and back
 _todos = _json.loads({todos!r})
@@ -127,11 +128,14 @@ def walk(record: dict[str, Any]) -> Iterator[dict[str, Any]]:
             yield from walk(child)
 
 
-def setup_source(record: dict[str, Any]) -> str:
-    runs = list(walk(record))
+def setup_source(record: dict[str, Any], earlier: list[dict[str, Any]] = ()) -> str:
+    """The stand-ins, with what the sub-agents of ``record`` (and of the ``earlier`` turns the notebook runs
+    first) returned, in the order the notebook calls them."""
+    turns = [*earlier, record]
+    runs = [run for turn in turns for run in walk(turn)]
     results = {run.get("id"): run.get("result") for run in runs}
     # In notebook order: a step's code runs before the sections of the sub-agents it spawned.
-    in_order = [run.get("result") for run in runs if run is not record]
+    in_order = [run.get("result") for run in runs if run not in turns]
     replays: dict[str, list[list[Any]]] = {}
     called: set[str] = set()
     for run in runs:
@@ -139,9 +143,8 @@ def setup_source(record: dict[str, Any]) -> str:
             called.add(call.get("name"))
             if call.get("subagents"):
                 replays.setdefault(call["name"], []).append([results.get(i) for i in call["subagents"]])
-    home = record_home(record)  # a record read from disk: its own workspace, not the one it names
-    workspace = str(home) if home is not None else str((record.get("config") or {}).get("workspace") or ".")
-    source = SETUP.format(workspace=workspace,
+    workspace, where = _workspace(record)
+    source = SETUP.format(workspace=workspace, where=where,
                           todos=json.dumps(record.get("todos") or []),
                           results=json.dumps(in_order, default=str), replays=json.dumps(replays, default=str))
     names = called | SUBAGENT_TOOLS | set(replays)
@@ -157,8 +160,33 @@ def setup_source(record: dict[str, Any]) -> str:
     return source
 
 
+def _workspace(record: dict[str, Any]) -> tuple[str, str]:
+    """The expression WORKSPACE is set to, and why: the folder the re-run's code writes to when the run's files
+    and its code's working directory were one folder (or the workspace lay inside it), else the run's own."""
+    config = record.get("config") or {}
+    home = record_home(record)  # a record read from disk: its own workspace, not the one it names
+    where = home if home is not None else Path(str(config.get("workspace") or "."))
+    cwd = config.get("cwd")
+    if isinstance(cwd, str) and cwd:
+        try:
+            inside = Path(where).resolve().relative_to(Path(cwd).resolve())
+        except (ValueError, OSError):
+            inside = None
+        if inside is not None:
+            folder = "_Path.cwd()" if str(inside) == "." else f"_Path.cwd() / {str(inside)!r}"
+            return folder, ("the folder this notebook runs in, where its code writes, as the run's code and "
+                            "file tools shared one folder.")
+    return f"_Path({str(where)!r})", ("the run's workspace (its code ran in another folder); point it elsewhere "
+                                      "to leave that untouched.")
+
+
+def code_cells(record: dict[str, Any]) -> list[str]:
+    """The code the notebook runs for ``record``: its steps' and its sub-agents', as they ran."""
+    return [runnable(step.get("code", "")) for run in walk(record) for step in run.get("steps") or []]
+
+
 def to_notebook(record: dict[str, Any]) -> nbformat.NotebookNode:
-    """The notebook for one run record."""
+    """The notebook for one run record: the turns of its conversation it needs first, then its own steps."""
     nb = new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata["language_info"] = {"name": "python"}
@@ -168,7 +196,22 @@ def to_notebook(record: dict[str, Any]) -> nbformat.NotebookNode:
     nb.cells.append(new_markdown_cell(
         "## Setup\nStand-ins for the agent's tools and `SUBMIT`, so the code below re-runs without a model. "
         "Sub-agents ran in their own kernels; here their code runs in this one."))
-    nb.cells.append(new_code_cell(setup_source(record), metadata={"tags": ["deepagent-setup"]}))
+    home = record_home(record)
+    earlier = earlier_turns(record, home)
+    source = setup_source(record, earlier)
+    needs = plan(record, home, [code for turn in earlier + [record] for code in code_cells(turn)], provided=source)
+    if needs.setup_lines():
+        source += "\n\n# What the code below reads and does not make (the run found it in its kernel):\n"
+        source += needs.setup_lines() + "\n"
+    nb.cells.append(new_code_cell(source, metadata={"tags": ["deepagent-setup"]}))
+    for number, turn in enumerate(earlier, start=1):
+        nb.cells.append(model_markdown_cell(
+            f"## Earlier turn {number}: run `{turn.get('id')}`\n\n"
+            + "\n".join("> " + line for line in str(turn.get("task", "")).strip().splitlines())
+            + "\n\nThis run continues that conversation: its code runs first, to make the names this run reads."))
+        _add_steps(nb, turn, level=2)
+    if earlier:
+        nb.cells.append(model_markdown_cell(f"## This run: `{record.get('id')}`"))
     _add_steps(nb, record, level=2)
     nb.cells.append(model_markdown_cell(_result(record)))
     return nb

@@ -28,6 +28,7 @@ from ..model.lm import lm_label, resolve_lm
 from ..model.price_list import bundled_price_list
 from . import inputs_view, instructions as action_instructions
 from .rlm_seam import AgentRLM
+from .value_kinds import imports_of
 from .variables import BUDGET as VARIABLES_CHARS, variables_view
 from ..model.usage_sink import HISTORY_SIZE, UsageSink
 from .pipeline import observe_steps
@@ -266,6 +267,9 @@ class DeepAgent(dspy.Module):
         session = Session(run, Workspace(root, on_write=run.record_file), agent=self,
                           cwd=None if cwd is None else str(Path(cwd).resolve()))
         context = threads.join(run, thread, namespace, context, root)  # a follow-up: the earlier turns first
+        if not self.depth:  # what an export of the run needs to re-run it (records/rerun.py)
+            run.config["cwd"] = session.cwd or _here()
+            run.config["imports"] = imports_of(namespace)
         self.extensions.start_run(self, run, {"lm": lm, "sub_lm": sub_lm})  # e.g. the run record (records/)
         self.rlm.max_iters = self.max_iters
         self.rlm.max_llm_calls = self.max_llm_calls
@@ -339,6 +343,13 @@ class DeepAgent(dspy.Module):
         if run.status == "failed":
             raise run.exception  # type: ignore[misc]
         return dspy.Prediction(result=run.result, run=run)
+
+
+def _here() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # the process's folder was deleted under it
+        return None
 
 
 DeepAgent.__doc__ = DeepAgent.__doc__.replace("{settings}", described(AGENT, indent="        "))

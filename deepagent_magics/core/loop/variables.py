@@ -25,17 +25,15 @@ size is read with the builtin's own method (its overrides never run); a table's 
 from __future__ import annotations
 
 import inspect
-import io
 import re
-import socket
 import types
-import weakref
 from typing import Any, Iterable, Mapping
+
+from .value_kinds import dead as _dead, imported as _imported
 
 BUDGET = 3000  # characters of described variables (names-only lines come on top, bounded by MAX_NAMED)
 MAX_NAMED = 300  # user variables named at least; past that, one line with how many more
 MAX_COLUMNS = 60  # a table's columns shown with their dtypes
-MAX_VARIABLES = MAX_NAMED  # the old name
 PREVIEW_CHARS = 80
 FULL_PREVIEW_CHARS = 300  # a variable the task mentions
 HEAD_ROWS = 3  # of a pandas table the task mentions
@@ -250,37 +248,6 @@ def _related(columns: list[tuple[str, str]], tables: Mapping[str, list[tuple[str
         if best is None or len(extra) + len(missing) < best[0]:
             best = (len(extra) + len(missing), text)
     return best[1] if best else None
-
-
-def _dead(value: Any) -> bool:
-    """A closed file or socket, a dead weak reference, a finished generator: nothing the model can use."""
-    cls = type(value)
-    try:
-        if issubclass(cls, io.IOBase) and cls.__module__ in ("_io", "io"):
-            return bool(value.closed)
-        if cls is socket.socket:
-            return socket.socket.fileno(value) == -1
-        if cls is weakref.ref:
-            return value() is None
-        if cls is types.GeneratorType:
-            return value.gi_frame is None
-    except Exception:
-        return False
-    return False
-
-
-def _imported(value: Any) -> bool:
-    """A module, or a function or class defined outside the notebook (read without running the object's code)."""
-    cls = type(value)
-    if cls is types.ModuleType:
-        return True
-    if cls in (types.FunctionType, types.BuiltinFunctionType):
-        module = value.__module__
-    elif issubclass(cls, type):
-        module = type.__dict__["__module__"].__get__(value, type)  # not a metaclass's own attribute lookup
-    else:
-        return False
-    return isinstance(module, str) and module != "__main__"
 
 
 def _head(frame: Any) -> str:
