@@ -22,7 +22,7 @@ import warnings
 # old module -> the modules its names now live in (the first is the one to import instead)
 MOVED = {
     "agent": ["core.loop.agent", "interpreters.shell"],
-    "run": ["core.run.run", "interpreters.steps"],
+    "run": ["core.run.run", "interpreters.step_execution"],
     "session": ["core.run.session", "core.loop.tool_binding"],
     "observer": ["core.loop.pipeline", "core.model.usage_sink"],
     "lm": ["core.model.lm"],
@@ -66,6 +66,13 @@ MOVED = {
     "interpreters.pool.kernel": ["interpreters.pool.pooled_kernel"],
     "magics.run": ["magics.task_cell"],
     "magics.base": ["magics.configured"],
+    # names that did not say what the module holds (issue 26)
+    "magics.arguments": ["magics.inputs.flags", "magics.inputs.interpolation", "magics.inputs.out_name",
+                         "magics.inputs.folders", "magics.inputs.connections", "magics.inputs.lm_option_flags"],
+    "magics.control": ["magics.changes", "magics.inputs.approval_flags"],
+    "interpreters.steps": ["interpreters.step_execution"],
+    "records.shape": ["records.well_formed"],
+    "core.run.model_text": ["safe_text"],
 }
 PACKAGE = __name__.rpartition(".")[0]
 

@@ -225,7 +225,7 @@ SETTINGS = _settings(
             help="most LM tokens one run (its whole tree) may spend"),
     setting("max_time", float, None, {CELL, CONFIG, AGENT}, read=str, metavar="SECONDS", recorded=True,
             off="no cap", help="most seconds one run may take, waiting for approval not counted"),
-    # The user in control (core/policy/approval.py, magics/control.py).
+    # The user in control (core/policy/approval.py, magics/inputs/approval_flags.py).
     setting("approve", str, "never", {CELL, CONFIG, CLI, AGENT}, recorded=True,
             help="approval policy: never, risky, always, or a notebook function (proposal) -> decision",
             at={CLI: {"choices": ("never",), "help": "when to ask before a tool call (only 'never' exists yet)"}}),

@@ -20,14 +20,15 @@ MAX_MODULES = 16  # per folder
 # The core's rooms, bottom to top: each may import only the rooms below it (docs/architecture.md).
 CORE_ROOMS = ["core.workspace", "core.run", "core.policy", "core.model", "core.loop"]
 
-# Plain modules every room may import: the error family and the settings table (errors.py, settings.py);
-# they import nothing of the package but each other (settings -> errors).
-SHARED = {"errors", "settings"}
+# Plain modules every room may import: the error family, the settings table and model text made safe to show
+# (errors.py, settings.py, safe_text.py); they import nothing of the package but each other (settings -> errors).
+SHARED = {"errors", "settings", "safe_text"}
 
 # What each room may import from the package (besides itself, `SHARED` and the standard library).
 ALLOWED = {
     "errors": set(),
     "settings": {"errors"},
+    "safe_text": set(),
     **{here: set(CORE_ROOMS[:i]) for i, here in enumerate(CORE_ROOMS)},
     "core": set(CORE_ROOMS),  # core/__init__.py: the core's public names
     "interpreters": {"core"},
@@ -203,6 +204,8 @@ def test_the_public_api():
     ("agent", "ShellInterpreterFactory", "deepagent_magics.interpreters.shell"),
     ("evaluate", "Metric", "deepagent_magics.tuning.examples"),
     ("workspace", "Workspace", "deepagent_magics.core.workspace.workspace"),
+    ("magics.arguments", "interpolate", "deepagent_magics.magics.inputs.interpolation"),
+    ("core.run.model_text", "markdown_html", "deepagent_magics.safe_text"),
 ])
 def test_old_import_paths_work_with_a_deprecation_warning(old, name, new):
     sys.modules.pop(f"deepagent_magics.{old}", None)

@@ -19,7 +19,7 @@ from ..core.model.lm_options import parse_lm_options
 from ..core.model.lm import NoLMError, resolve_lm
 from ..core.loop.profiles import available_profiles
 from ..core.run.run import Run
-from ..core.run.model_text import plain
+from ..safe_text import plain
 from ..display.markup import not_sandboxed_line
 from ..display.text import TextProgress, summary
 from ..records.export import write_notebook

@@ -55,7 +55,7 @@ from .markup import (
     todos_html,
     tree_html,
 )
-from ..core.run.model_text import markdown_bundle
+from ..safe_text import markdown_bundle
 from .retries import line_html, note_html, retry_line, waiting_area
 from .streaming import query_html, writing_panel
 
@@ -379,7 +379,7 @@ class Dashboard:
         if run.status == "finished" and not self.result_inside:
             return
         if run.status == "finished":
-            data = markdown_bundle(run.result)  # sanitised HTML, never trusted Markdown (core/run/model_text.py)
+            data = markdown_bundle(run.result)  # sanitised HTML, never trusted Markdown (safe_text.py)
         else:
             text = {"interrupted": "Interrupted: the trajectory so far is kept.",
                     "failed": f"The agent failed: {run.error}",

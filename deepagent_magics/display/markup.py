@@ -1,7 +1,7 @@
 """The dashboard's HTML: pure functions from a run's parts to the markup its widgets show.
 
 Every value from a run is escaped with `esc` (quotes too: ipywidgets' ``HTML`` sets ``innerHTML``,
-and a todo status sits in a ``class`` attribute), whoever wrote it (`core.run.model_text`).
+and a todo status sits in a ``class`` attribute), whoever wrote it (`safe_text`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from ..core.run.run import Run
 from ..core.policy.spend import budget_of
 
-from ..core.run.model_text import escape
+from ..safe_text import escape
 
 PREVIEW_CHARS = 2000
 PREVIEW_LINES = 25

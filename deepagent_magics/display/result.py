@@ -2,7 +2,7 @@
 
 It is displayed below the live dashboard (or the text progress), not inside a widget, so a notebook
 saved without widget state (Jupyter's default; what GitHub, nbviewer and a headless nbclient run keep)
-still shows the answer. The result came from a model: it goes out through `core.run.model_text`
+still shows the answer. The result came from a model: it goes out through `safe_text`
 (rendered Markdown cleaned by an allowlist, as ``text/html``, never trusted ``text/markdown``), the
 same function the dashboard of a past run and the export use.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.run.model_text import SafeMarkdown
+from ..safe_text import SafeMarkdown
 
 
 def show_result(result: Any) -> None:

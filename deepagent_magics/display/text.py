@@ -6,7 +6,7 @@ line can be rewritten (a terminal, a notebook): a log file (``deepagent run 2> l
 gets the lasting lines only.
 
 For terminals and for headless runs; `show.show_run` picks it when widgets cannot render.
-Every line goes out through `core.run.model_text.plain`: a model's escape sequences and
+Every line goes out through `safe_text.plain`: a model's escape sequences and
 carriage returns are shown, never acted on by the terminal.
 """
 
@@ -22,7 +22,7 @@ from ..core.model.retries import PROVIDER_RETRY
 from ..core.run.run import RUN_FINISHED, STEP_FINISHED, SUBAGENT_STARTED, Event, Run
 from ..core.model.step_streaming import LLM_QUERY_STREAMING, STEP_STREAMING
 from .markup import not_sandboxed, step_mark, usage_parts
-from ..core.run.model_text import plain
+from ..safe_text import plain
 from .streaming import query_text_line, text_line
 from .routing import Routed
 

@@ -46,7 +46,7 @@ from .capture import bundle_to_text
 from .kernel_bridge import ToolBridge
 from .kernel_side import RESULT_SOURCE, RUNTIME_NAME, SETUP_FILENAME
 from .pool import Kernel, KernelPool, KernelStartError, start_kernel
-from .steps import StepInterpreter
+from .step_execution import StepInterpreter
 from .wire import NotCarried, to_wire
 
 POLL_SECONDS = 0.1

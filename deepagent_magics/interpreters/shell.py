@@ -50,7 +50,7 @@ from .guards import exit_error, guarded
 from .provenance import DEFAULT_UNDO_LIMIT, Tracker, is_ipython_name, is_scratch, scratch_prefix
 from .runtime_checks import host as runtime_checks
 from .runtime_checks import lm_calls
-from .steps import StepInterpreter
+from .step_execution import StepInterpreter
 from .time_limit import ExecutionTimeout, TimeLimit, host_code
 from . import working_directory
 

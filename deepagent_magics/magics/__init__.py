@@ -7,9 +7,10 @@
 - `memory`: ``%deepagent_memory``; `checkpoint`: ``%deepagent_checkpoint``, ``%deepagent_resume``
 - `agents`: ``%%deepagent_agent``, ``%deepagent_agents``, ``--tools`` (notebook functions as tools)
 - `skills`: ``%deepagent_skills``
-- `control`: ``--approve`` settings, ``%deepagent_why``, ``%deepagent_undo``
+- `changes`: what runs changed in the notebook: the cell's summary, ``%deepagent_why``, ``%deepagent_undo``
 - `followup`: which conversation a cell continues, the user's recent cells
-- `arguments`: interpolation and the checks that make a bad flag one line
+- `inputs/`: what a magic reads (flags, ``{name}`` interpolation, names, folders, ...), each checked so that a
+  mistake is one line
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ from typing import Any
 
 from .._compat import old_paths
 from .agents import AgentTypeMagics
-from .arguments import AgentFailed, interpolate
 from .bench import BenchMagics
 from .checkpoint import CheckpointMagics
-from .control import ControlMagics
+from .changes import ChangesMagics
+from .inputs.flags import AgentFailed
+from .inputs.interpolation import interpolate
 from .inspect import InspectMagics
 from .memory import MemoryMagics
 from .prompts import PromptMagics
@@ -32,7 +34,7 @@ from .tuning import TuningMagics
 __path__ = old_paths(__path__)  # magics.run and magics.base: the old names of task_cell and configured
 
 MAGICS = (DeepAgentMagics, InspectMagics, PromptMagics, TuningMagics, MemoryMagics, CheckpointMagics,
-          AgentTypeMagics, SkillMagics, BenchMagics, ControlMagics)
+          AgentTypeMagics, SkillMagics, BenchMagics, ChangesMagics)
 
 
 def register(ipython: Any) -> None:
@@ -47,9 +49,9 @@ def register(ipython: Any) -> None:
 def unregister(ipython: Any) -> None:
     for magics in [m for m in ipython.configurables if isinstance(m, DeepAgentMagics)]:
         ipython.configurables.remove(magics)
-    control = ipython.magics_manager.registry.get("ControlMagics")
-    if control is not None:
-        control.stop_watching()
+    changes = ipython.magics_manager.registry.get("ChangesMagics")
+    if changes is not None:
+        changes.stop_watching()
 
 
 __all__ = ["AgentFailed", "interpolate", "InspectMagics", "PromptMagics", "DeepAgentMagics", "TuningMagics", "MemoryMagics", "CheckpointMagics",

@@ -29,7 +29,7 @@ from ..core.loop.profiles import available_profiles
 from ..core.loop.subagent_types import SubAgentType, check_type_name
 from ..tools.delegation.tools import PACKAGED_DESCRIPTIONS
 from ..tuning import programs
-from .arguments import one_line, parse_flags
+from .inputs.flags import one_line, parse_flags, unquote
 from .configured import AgentMagicsBase
 
 OFF = ("off", "none", "")
@@ -188,14 +188,14 @@ class AgentTypeMagics(AgentMagicsBase):
             check_type_name(args.name)
         except ValueError as exc:
             raise UsageError(one_line(exc)) from None
-        description = _unquote(" ".join(str(args.description or "").split()))
+        description = unquote(" ".join(str(args.description or "").split()))
         if not description:
             raise UsageError(f"sub-agent type {args.name!r} needs --description TEXT (one line: what it is for)")
         if not cell.strip():
             raise UsageError(f"sub-agent type {args.name!r}: the cell is empty; write its instructions in the cell body")
         if args.max_iters is not None and args.max_iters < 1:
             raise UsageError(f"--max-iters must be positive, got {args.max_iters}")
-        lm = _unquote(args.lm.strip()) if args.lm else None
+        lm = unquote(args.lm.strip()) if args.lm else None
         spec = TypeSpec(args.name, description, cell.strip() + "\n", tool_names(args.tools), lm, args.max_iters)
         if lm is not None:
             try:
@@ -218,7 +218,7 @@ class AgentTypeMagics(AgentMagicsBase):
         args = parse_flags(self.deepagent_agents, line)
         types = _types(self._core())
         if args.remove is not None:
-            name = _unquote(args.remove.strip())
+            name = unquote(args.remove.strip())
             if name in available_profiles():
                 raise UsageError(f"{name!r} is a packaged profile; only your own types can be removed")
             if name not in types:
@@ -248,12 +248,6 @@ def _types(core: Any) -> dict[str, TypeSpec]:
     if not isinstance(getattr(core, "agent_types", None), dict):
         core.agent_types = {}
     return core.agent_types
-
-
-def _unquote(text: str) -> str:
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    return text
 
 
 __all__ = ["AgentTypeMagics", "TypeSpec", "notebook_capabilities", "notebook_tools", "tool_names", "type_list"]

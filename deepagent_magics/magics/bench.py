@@ -26,7 +26,8 @@ from ..tuning.bench import (
 )
 from ..tuning.progress import progress_for
 from ..tuning.suites import SUITES
-from .arguments import check_out, parse_flags
+from .inputs.flags import parse_flags
+from .inputs.out_name import check_out
 from .configured import AgentMagicsBase
 
 

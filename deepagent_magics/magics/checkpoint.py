@@ -24,7 +24,7 @@ from ..core.policy.approval import stdin_asker
 from ..core.run import conversations as threads
 from ..core.run.secrets import scrub
 from ..records.checkpoint import CheckpointError, restore, save
-from .arguments import parse_flags
+from .inputs.flags import parse_flags
 from .configured import AgentMagicsBase
 
 DEFAULT_NAME = "default"

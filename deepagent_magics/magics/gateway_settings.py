@@ -27,7 +27,7 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from ..core.run.secrets import REDACTED, register_secret
-from .arguments import shown_lm_options
+from .inputs.lm_option_flags import shown_lm_options
 
 OFF = ("off", "none", "")
 

@@ -19,12 +19,13 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..core.run.secrets import scrub
 from ..display import show_record
-from ..core.run.model_text import plain
+from ..safe_text import plain
 from ..records.export import write_notebook
 from ..records.listing import NoSuchStep, runs_table
 from ..records.listing import format_step as _format_step
 from ..records.store import find_record, list_records, runs_dir
-from .arguments import expand_path, one_line, parse_flags
+from .inputs.flags import one_line, parse_flags
+from .inputs.folders import expand_path
 
 
 def format_step(record: dict[str, Any], number: int) -> str:

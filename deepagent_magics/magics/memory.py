@@ -15,9 +15,9 @@ from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..core.run.model_text import plain
+from ..safe_text import plain
 from ..tools.memory import MemoryStoreError, store_for
-from .arguments import parse_flags
+from .inputs.flags import parse_flags, unquote
 from .configured import AgentMagicsBase
 
 LIST_LIMIT = 20
@@ -35,13 +35,6 @@ def memories_table(memories: list[dict[str, Any]]) -> str:
                      text if len(text) <= TEXT_WIDTH else text[: TEXT_WIDTH - 1] + "…"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1] for row in rows)
-
-
-def _unquote(text: str) -> str:
-    """IPython keeps the quotes of a magic's arguments: take one matching pair off."""
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    return text
 
 
 @magics_class
@@ -70,8 +63,8 @@ class MemoryMagics(AgentMagicsBase):
                 print(f"Forgot memory #{args.forget}.")
                 return
             if args.add is not None:
-                text = _unquote(args.add.strip())
-                memory_id = store.add(text, _unquote(args.tags) if args.tags else None, author="user")
+                text = unquote(args.add.strip())
+                memory_id = store.add(text, unquote(args.tags) if args.tags else None, author="user")
                 print(f"Remembered (memory #{memory_id}) in {store.path}.")
                 return
             query = " ".join(args.query)

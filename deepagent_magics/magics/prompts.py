@@ -25,7 +25,8 @@ from ..core.run.secrets import scrub
 from ..core.loop.profiles import load_profile, packaged_text
 from . import agents
 from ..tuning import programs
-from .arguments import expand_path, one_line, parse_flags
+from .inputs.flags import one_line, parse_flags
+from .inputs.folders import expand_path
 from .configured import AgentMagicsBase
 
 RLM_TOOLS = ("llm_query", "llm_query_batched", "SUBMIT")

@@ -12,7 +12,8 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..core.workspace.skills import find_skills, roots
-from .arguments import check_workspace, parse_flags
+from .inputs.flags import parse_flags
+from .inputs.folders import check_workspace
 from .configured import AgentMagicsBase
 
 WIDTH = 100

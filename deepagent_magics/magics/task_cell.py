@@ -3,7 +3,7 @@
 The magic parses the cell, resolves the settings (cell flags, then the
 configured defaults), runs the agent in the kernel's own namespace, shows the
 run while it works and stores the result. Every mistake, and a failed run, is
-one line (`arguments`): checked before anything runs or a setting sticks.
+one line (`inputs`): checked before anything runs or a setting sticks.
 """
 
 from __future__ import annotations
@@ -26,20 +26,14 @@ from ..core.run.session import NamespaceBusy
 from ..display import show_result, show_run
 from ..settings import agent_keywords
 from ..tuning import programs
-from . import agents, control, followup, gateway_settings, setting_flags
-from .arguments import (
-    check_kernel_name,
-    check_out,
-    check_mcp_servers,
-    check_workspace,
-    expansion_line,
-    interpolate_task,
-    lm_option_values,
-    make_workspace,
-    one_line,
-    parse_flags,
-    user_errors,
-)
+from . import agents, changes, followup, gateway_settings, setting_flags
+from .inputs.approval_flags import check_approval, resolve_policy
+from .inputs.connections import check_kernel_name, check_mcp_servers
+from .inputs.flags import one_line, parse_flags, user_errors
+from .inputs.folders import check_workspace, make_workspace
+from .inputs.interpolation import expansion_line, interpolate_task
+from .inputs.lm_option_flags import lm_option_values
+from .inputs.out_name import check_out
 from .setting_flags import CELL, CONFIG, SettingTraits, flags
 
 
@@ -81,8 +75,8 @@ class DeepAgentMagics(SettingTraits):
         args = parse_flags(self.deepagent, line)
         namespace = self.shell.user_ns
         check_out(args.out)
-        watcher = self.shell.magics_manager.registry.get("ControlMagics")
-        made = control.agent_names(self.runs, namespace, getattr(watcher, "user_cells", None))  # not the user's
+        watcher = self.shell.magics_manager.registry.get("ChangesMagics")
+        made = changes.agent_names(self.runs, namespace, getattr(watcher, "user_cells", None))  # not the user's
         task, expanded, kept = (cell, [], []) if args.no_interpolate else interpolate_task(cell, namespace, made)
         if not task.strip():
             raise UsageError("The cell is empty: write the task for the agent in the cell body")
@@ -137,7 +131,7 @@ class DeepAgentMagics(SettingTraits):
         if run.reverted:
             names = ", ".join(sorted(run.reverted))
             print(f"deepagent: restored your variables {names}; the agent's values are in _deepagent_run.reverted")
-        control.summarize(run)
+        changes.summarize(run)
         if run.result is not None and not getattr(view, "shows_result", False) and run.status != "stopped":
             show_result(run.result)
 
@@ -165,7 +159,7 @@ class DeepAgentMagics(SettingTraits):
                 "instructions": as_type.get("instructions"),  # --profile NAME of one of the user's types
                 "subagents": agents.type_list(self, namespace),
                 "extensions": agents.notebook_capabilities(settings["extensions"], namespace) or None,
-                "approve": control.resolve_policy(settings["approve"], namespace),
+                "approve": resolve_policy(settings["approve"], namespace),
             })
             return programs.apply(agent)  # the profile's tuned program, if one is active
 
@@ -210,7 +204,7 @@ class DeepAgentMagics(SettingTraits):
         if "extensions" in updates:
             updates["extensions"] = list(agents.tool_names(updates["extensions"]))
             agents.notebook_capabilities(updates["extensions"], self.shell.user_ns)  # each one checked now
-        control.check_approval(updates, self.shell.user_ns)
+        check_approval(updates, self.shell.user_ns)
         if args.reset:  # only once every new value is known to be good: a mistake changes nothing
             for name in self.SETTINGS:
                 setattr(self, name, self.traits()[name].default())

@@ -28,7 +28,8 @@ from ..tuning.optimize import (
 )
 from ..tuning.progress import progress_for
 from ..tuning.systems import BASELINES, DEEP_AGENT, OPTIMIZED, systems_for
-from .arguments import check_out, parse_flags
+from .inputs.flags import parse_flags
+from .inputs.out_name import check_out
 from .configured import AgentMagicsBase
 
 

@@ -10,7 +10,7 @@ replay what the run recorded, ``llm_query`` answers with a placeholder.
 A record is data a model wrote (and one read from disk may have been planted), and a notebook's
 Markdown cells are rendered with their raw HTML live (``jupyter nbconvert --to html``, a trusted
 notebook). So every Markdown cell made from a record holds the Markdown already rendered and
-sanitised (`core.run.model_text.markdown_html`), on one line: Markdown renderers pass such an HTML
+sanitised (`safe_text.markdown_html`), on one line: Markdown renderers pass such an HTML
 block through as it is. The file tools act on the workspace the record was read from, never on
 a folder the record names (`store.record_home`).
 """
@@ -27,7 +27,7 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from ..core.model.code_fences import runnable
-from ..core.run.model_text import markdown_html
+from ..safe_text import markdown_html
 from ..core.run.run import Usage
 from .rerun import earlier_turns, plan
 from .store import record_home

@@ -3,7 +3,7 @@
 Reading is defensive, because anything can write there (the agent can, with ``write_file``):
 only regular files up to `MAX_RECORD_BYTES` are read (a FIFO or ``/dev/zero`` behind a name
 cannot hang or fill the notebook), the JSON is reshaped into a well-formed record
-(`shape`), scrubbed of secrets again (`core.run.secrets`), and a run whose writing process died
+(`well_formed`), scrubbed of secrets again (`core.run.secrets`), and a run whose writing process died
 mid-run reads as ``abandoned`` (`liveness`). Each record read says whether the host wrote it
 (``record["_host_written"]``: its MAC checks with the host key, `host_key`); only such a record is
 taken back as trusted state (a thread continued after a kernel restart, `conversations`). Any other is
@@ -21,7 +21,7 @@ from typing import Any, Iterable
 from ..core.run.secrets import scrub
 from .host_key import FIELD, verified
 from .liveness import mark_abandoned
-from .shape import normalize
+from .well_formed import normalize
 
 FORMAT = "deepagent-run/1"
 RECORD_PURPOSE = "deepagent run record"

@@ -15,7 +15,7 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
-from deepagent_magics.magics.arguments import MAX_INTERPOLATED_CHARS, interpolate
+from deepagent_magics.magics.inputs.interpolation import MAX_INTERPOLATED_CHARS, interpolate
 from deepagent_magics.records import runs_dir
 from deepagent_magics.testing import ScriptedLM
 

@@ -192,7 +192,7 @@ def _script_texts(markup: str) -> list[str]:
                                   "<a href=\"java\tscript:alert(1)\">t</a>", "[x](  javascript:alert(1))",
                                   "<details open ontoggle=alert(1)>", "<p style=\"x:expression(alert(1))\">p</p>"])
 def test_sanitised_markdown_keeps_nothing_live(text):
-    from deepagent_magics.core.run.model_text import markdown_html
+    from deepagent_magics.safe_text import markdown_html
 
     shown = markdown_html(text)
     assert live_parts(shown) == []

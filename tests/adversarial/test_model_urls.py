@@ -24,7 +24,7 @@ import ada_url
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from deepagent_magics.core.run.model_text import markdown_html, safe_url
+from deepagent_magics.safe_text import markdown_html, safe_url
 
 EVIL = "evil.example"
 PAGES = ["http://127.0.0.1:8888/lab/tree/work/analysis.ipynb", "https://hub.example.org/user/me/lab/tree/nb.ipynb",

@@ -13,7 +13,7 @@ button at a step boundary, ``q`` at an approval question), `DeepAgent` ends the 
 - a spend cap, for a sub-agent: ``budget_exhausted`` at once (the tree's final call is the root's);
   its parent reads that as the sub-agent's error;
 - a stalled agent (`Stalled`: its last `STALL_STEPS` steps ran the same code and printed the same, the
-  repeat note of `interpreters/steps.py` read and ignored; a small model at temperature 0 would write it
+  repeat note of `interpreters/step_execution.py` read and ignored; a small model at temperature 0 would write it
   until its steps run out): RLM's ``extract`` over the history so far, as when the steps run out, now
   instead of after every remaining step. ``finished`` with that answer; ``failed`` when no step printed
   anything but errors (the answer would be made up) or none came; why is on ``run.config["stalled"]``.

@@ -4,7 +4,7 @@ A policy is ``never`` (nothing asks: the default), ``risky`` (ask for a block `r
 risky), ``always`` (ask for every block), or a callable ``(Proposal) -> decision`` (called for
 every block; a decision is ``True``/``False``, ``"y"``, ``"n [reason]"``, ``"a"``, ``"q"`` or a
 `Decision`). Every interpreter calls `review` once per block before running it (the hook is
-``interpreters.steps.StepInterpreter.execute``): the root agent's and each sub-agent's, which
+``interpreters.step_execution.StepInterpreter.execute``): the root agent's and each sub-agent's, which
 all ask the one `Approver` of the root run, one question at a time, labelled with who asks.
 
 The question goes through the ``input`` the kernel had when the run started (ipykernel's

@@ -1,7 +1,6 @@
 """The run room: a `Run` and its one event stream (`run`), secrets kept out of what it shows
 (`secrets`), the `Session` a run's tools act on (`session`), `StopRun` (`stopping`) and conversation
-threads of follow-up runs (`conversations`), and model-written text made safe to show (`model_text`:
-escaped, sanitised Markdown, plain text for terminals). Imports only the workspace room below it."""
+threads of follow-up runs (`conversations`). Imports only the workspace room below it."""
 
 from .run import Event, Run, Step, Usage
 

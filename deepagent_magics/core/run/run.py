@@ -142,7 +142,7 @@ class Step:
 
     def same_as(self, code: str, output: str | None) -> bool:
         """Whether ``code`` printing ``output`` is this step again: the same code, the same output (a
-        traceback's step name and the repeat note aside). interpreters/steps.py notes it; a third time in a
+        traceback's step name and the repeat note aside). interpreters/step_execution.py notes it; a third time in a
         row the run ends as stalled (core/loop/ending.py)."""
         return self.code.strip() == code.strip() and _comparable(self.output) == _comparable(output)
 

@@ -1,8 +1,6 @@
-"""The user in control: approval settings, the cell's summary of what a run changed, ``%deepagent_why``
-and ``%deepagent_undo`` (over ``run.changes``: ``interpreters/provenance.py``, ``core/policy/undo.py``).
-
-``--approve`` takes a policy name or the name of a notebook function ``(proposal) -> decision``
-(`core.policy.approval`); ``--approve-rules`` the risk rules (`core.policy.risk`). A bad one is one line.
+"""What agent runs changed in the notebook (``run.changes``: ``interpreters/provenance.py``): the cell's
+summary after a run, the names runs made, ``%deepagent_why`` (which run and step made a name) and
+``%deepagent_undo`` (taking a run back: ``core/policy/undo.py``).
 """
 
 from __future__ import annotations
@@ -15,47 +13,10 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..core.policy import undo
-from ..core.policy.approval import POLICIES, check_policy
-from ..core.policy.risk import UnknownRule, parse_rules
 from ..interpreters.provenance import UserCells
 from ..display.markup import not_sandboxed_line
-from .arguments import one_line, parse_flags
 from .configured import AgentMagicsBase
-
-
-
-def resolve_policy(value: Any, namespace: dict[str, Any]) -> Any:
-    """``value`` as a policy: a policy name, a callable, or a notebook variable holding a callable."""
-    if callable(value) or value in POLICIES:
-        return value
-    text = str(value).strip()
-    if text in POLICIES:
-        return text
-    if text.isidentifier() and text in namespace:
-        candidate = namespace[text]
-        if callable(candidate):
-            return candidate
-        raise UsageError(f"--approve {text}: the notebook variable {text!r} is a {type(candidate).__name__}, "
-                         "not a function (proposal) -> decision")
-    raise UsageError(f"unknown approval policy {text!r}; use never, risky, always, or the name of a notebook "
-                     "function (proposal) -> decision")
-
-
-def check_approval(updates: dict[str, Any], namespace: dict[str, Any]) -> None:
-    """Check ``--approve`` and ``--approve-rules`` before any setting sticks (a UsageError if bad; ``--undo-limit``'s
-    bounds: ``settings.py``)."""
-    if "approve" in updates:
-        check_policy(resolve_policy(updates["approve"], namespace))
-        updates["approve"] = str(updates["approve"]).strip()
-    if "approve_rules" in updates:
-        check_rules(updates["approve_rules"])
-
-
-def check_rules(value: str | None) -> None:
-    try:
-        parse_rules(value or None)
-    except UnknownRule as exc:
-        raise UsageError(str(exc)) from None
+from .inputs.flags import one_line, parse_flags
 
 
 def summarize(run: Any) -> None:
@@ -129,7 +90,7 @@ def _listed(names: list[str], most: int = 8) -> str:
 
 
 @magics_class
-class ControlMagics(AgentMagicsBase):
+class ChangesMagics(AgentMagicsBase):
     """``%deepagent_why NAME`` and ``%deepagent_undo [RUN]`` over the runs of this kernel session."""
 
     def __init__(self, shell: Any = None, **kwargs: Any):
