@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
@@ -30,6 +31,14 @@ AGENT = "agent"  # a keyword of DeepAgent, and an attribute of the agent the cod
 DOORS = (CELL, CONFIG, CLI, SERVER, AGENT)
 EVERYWHERE = frozenset(DOORS)
 MAGICS = frozenset({CELL, CONFIG})
+
+# How a sub-agent takes a setting from its parent (`Setting.subagent`; `inherited` reads it for delegation).
+SAME = "same"  # its parent's value
+FROM = "from "  # FROM + another setting's name: its parent's value of that one (max_iters from subagent_max_iters)
+TREE = "tree"  # held once for the whole tree (the root run's caps and approver, the tree's kernel pool, the tools and
+#                capabilities the door made): no agent's to copy
+ROOT = "root"  # the root agent's or the door's alone (undo, the display, the notebook's cells): a sub-agent has none
+OWN = "own"  # set for each sub-agent where it starts (its profile by delegate(agent=...), its workspace the run's)
 
 # The capabilities that own settings (their `Capability.name`); the rest are the core's.
 DELEGATION, SKILLS, MCP = "delegation", "skills", "mcp"
@@ -74,6 +83,10 @@ class Setting:
     off: str = ""  # what %deepagent_config --flag off means, where only that door takes 'off'
     recorded: bool = False  # in the run record's config (`DeepAgent.config()`)
     owner: str = ""  # the capability that reads it (its name: core/loop/capability.py); "": the core
+    subagent: str = ""  # how a sub-agent takes it from its parent: SAME, FROM + name, TREE, ROOT or OWN (above)
+    on_gateway: bool | None = None  # a sub-agent kernel's setting: whether kernels on a gateway take it too (False:
+    #                                 this machine's sandbox only; a gateway's kernels run in its containers)
+    env: str = ""  # the environment variable that gives it when no door does (JUPYTER_GATEWAY_URL)
     agent_scale: int = 1  # DeepAgent takes value * agent_scale (undo_limit: megabytes at the doors, bytes inside)
     at: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
@@ -124,6 +137,10 @@ class Setting:
                 raise InvalidValue(f"{text!r} is not a {'whole number' if self.kind is int else 'number'}") from None
         return text
 
+    def or_env(self, value: Any) -> Any:
+        """``value``, else what `env` holds (None when neither gives one)."""
+        return value if value else (os.environ.get(self.env) or None if self.env else value)
+
     def to_agent(self, value: Any) -> Any:
         """The value as `DeepAgent` takes it."""
         return value if value is None or self.agent_scale == 1 else int(value * self.agent_scale)
@@ -142,102 +159,110 @@ POSITIVE = dict(minimum=0, above=True)
 
 # In the order %deepagent_config lists them.
 SETTINGS = _settings(
-    setting("lm", str, None, EVERYWHERE, recorded=True,
+    setting("lm", str, None, EVERYWHERE, subagent=SAME, env="DEEPAGENT_LM", recorded=True,
             help="the LM: a model id (openai/gpt-4o-mini), local (the bundled model; local:PATH.gguf for another), "
                  "or a notebook variable holding an LM",
             at={CLI: {"help": "model id (openai/gpt-4o-mini), local (the bundled model; local:PATH.gguf for another), "
                               "or scripted:FILE.json (default: DEEPAGENT_LM)"}}),
-    setting("sub_lm", str, None, EVERYWHERE, recorded=True,
+    setting("sub_lm", str, None, EVERYWHERE, subagent=SAME, recorded=True,
             help="the LM behind llm_query (default: the main LM)"),
-    setting("lm_options", dict, {}, {CONFIG, CLI}, flag="--lm-option", repeat=True, metavar="KEY=VALUE", off="none",
+    setting("lm_options", dict, {}, {CONFIG, CLI}, subagent=TREE, flag="--lm-option", repeat=True,
+            metavar="KEY=VALUE", off="none",
             help="an option of a model-id LM, repeatable: timeout=600, max_tokens=4000, api_base=URL"),
-    setting("workspace", str, ".", {CELL, CONFIG, CLI, AGENT}, recorded=True,
+    setting("workspace", str, ".", {CELL, CONFIG, CLI, AGENT}, subagent=OWN, recorded=True,
             help="directory the file tools are rooted at and the run records kept in"),
-    setting("max_iters", int, 20, EVERYWHERE, recorded=True, **POSITIVE,
+    setting("max_iters", int, 20, EVERYWHERE, subagent=FROM + "subagent_max_iters", recorded=True, **POSITIVE,
             help="most code steps per run"),
-    setting("max_llm_calls", int, 50, EVERYWHERE, recorded=True, **POSITIVE,
+    setting("max_llm_calls", int, 50, EVERYWHERE, subagent=SAME, recorded=True, **POSITIVE,
             help="most llm_query calls per run"),
-    setting("profile", str, "default", EVERYWHERE, recorded=True,
+    setting("profile", str, "default", EVERYWHERE, subagent=OWN, recorded=True,
             help="prompt profile: a file in core/loop/prompts (in a notebook, also a %%deepagent_agent type)"),
-    setting("timeout", float, 120.0, EVERYWHERE, recorded=True, **SECONDS,
+    setting("timeout", float, 120.0, EVERYWHERE, subagent=SAME, on_gateway=True, recorded=True, **SECONDS,
             help="seconds one code block may run before it is stopped"),
-    setting("quiet", bool, False, {CELL, CONFIG, CLI},
+    setting("quiet", bool, False, {CELL, CONFIG, CLI}, subagent=ROOT,
             help="show only the result, not the live progress", at={CLI: {"help": "no progress on stderr"}}),
-    setting("display_mode", str, "auto", MAGICS, flag="--display", choices=("auto", "widgets", "text"),
+    setting("display_mode", str, "auto", MAGICS, subagent=ROOT, flag="--display", choices=("auto", "widgets", "text"),
             help="live display: widgets in a notebook, text in a terminal (auto), or forced"),
     # Sub-agents (tools/delegation): limits for the whole tree of a run, and where their kernels come from.
-    setting("max_depth", int, 2, EVERYWHERE, owner=DELEGATION, recorded=True, minimum=0,
+    setting("max_depth", int, 2, EVERYWHERE, subagent=SAME, owner=DELEGATION, recorded=True, minimum=0,
             help="how deep sub-agents may nest (0: no delegation)"),
-    setting("max_subagents", int, 16, EVERYWHERE, owner=DELEGATION, recorded=True, **POSITIVE,
+    setting("max_subagents", int, 16, EVERYWHERE, subagent=SAME, owner=DELEGATION, recorded=True, **POSITIVE,
             help="most sub-agents one run (its whole tree) may start"),
-    setting("subagent_max_iters", int, 10, EVERYWHERE, owner=DELEGATION, recorded=True, **POSITIVE,
+    setting("subagent_max_iters", int, 10, EVERYWHERE, subagent=SAME, owner=DELEGATION, recorded=True, **POSITIVE,
             help="most code steps per sub-agent"),
-    setting("subagent_timeout", float, 600.0, EVERYWHERE, owner=DELEGATION, recorded=True, **SECONDS,
+    setting("subagent_timeout", float, 600.0, EVERYWHERE, subagent=SAME, on_gateway=True, owner=DELEGATION,
+            recorded=True, **SECONDS,
             help="seconds a sub-agent may run before its kernel is stopped"),
-    setting("max_parallel", int, 4, EVERYWHERE, owner=DELEGATION, recorded=True, **POSITIVE,
+    setting("max_parallel", int, 4, EVERYWHERE, subagent=SAME, owner=DELEGATION, recorded=True, **POSITIVE,
             help="most sub-agents one delegate_batched runs at the same time"),
-    setting("pool_size", int, 2, {CONFIG, CLI}, owner=DELEGATION, minimum=0, maximum=MAX_POOL,
-            at={CLI: {"default": 0}},
+    setting("pool_size", int, 2, {CONFIG, CLI}, subagent=TREE, on_gateway=True, owner=DELEGATION, minimum=0,
+            maximum=MAX_POOL, at={CLI: {"default": 0}},
             help="sub-agent kernels kept started ahead of need (0: start each on demand)"),
-    setting("kernel_name", str, None, {CONFIG, CLI}, owner=DELEGATION,
+    setting("kernel_name", str, None, {CONFIG, CLI}, subagent=TREE, on_gateway=True, owner=DELEGATION,
             help="kernel spec for sub-agents (default: this Python)"),
     # The sandbox of local sub-agent kernels (interpreters/pool/sandbox.py; docs/safety.md).
-    setting("subagent_network", bool, False, {CELL, CONFIG, CLI, SERVER}, owner=DELEGATION,
+    setting("subagent_network", bool, False, {CELL, CONFIG, CLI, SERVER}, subagent=TREE, on_gateway=False,
+            owner=DELEGATION,
             help="sub-agent kernels reach the network (default: their sandbox has none; their tools and LM calls "
                  "run on the host)"),
-    setting("require_sandbox", bool, False, {CELL, CONFIG, CLI, SERVER}, owner=DELEGATION,
+    setting("require_sandbox", bool, False, {CELL, CONFIG, CLI, SERVER}, subagent=TREE, on_gateway=False,
+            owner=DELEGATION,
             help="refuse sub-agents when bubblewrap cannot sandbox their kernels here, instead of running them "
                  "marked not sandboxed"),
-    setting("gateway_url", str, None, {CONFIG, CLI}, owner=DELEGATION, off="this machine",
+    setting("gateway_url", str, None, {CONFIG, CLI}, subagent=TREE, env="JUPYTER_GATEWAY_URL", owner=DELEGATION,
+            off="this machine",
             help="Jupyter gateway to start sub-agent kernels on (default: JUPYTER_GATEWAY_URL, else this machine)"),
-    setting("gateway_token", str, None, {CONFIG, CLI}, owner=DELEGATION,
+    setting("gateway_token", str, None, {CONFIG, CLI}, subagent=TREE, env="JUPYTER_GATEWAY_AUTH_TOKEN",
+            owner=DELEGATION,
             help="the gateway's auth token (default: JUPYTER_GATEWAY_AUTH_TOKEN)",
             at={CONFIG: {"help": "the gateway's auth token (default: JUPYTER_GATEWAY_AUTH_TOKEN); prefer "
                                  "--gateway-token-env"}}),
-    setting("gateway_token_env", str, None, {CONFIG}, owner=DELEGATION, metavar="VAR", off="none",
+    setting("gateway_token_env", str, None, {CONFIG}, subagent=TREE, owner=DELEGATION, metavar="VAR", off="none",
             help="the environment variable holding the gateway's auth token"),
     # Follow-up cells (magics/followup.py) and long runs (core/model/compaction.py).
-    setting("continue_default", bool, False, {CONFIG}, flag="--continue",
+    setting("continue_default", bool, False, {CONFIG}, subagent=ROOT, flag="--continue",
             help="a plain cell continues the last conversation (--new starts one)"),
-    setting("cells", int, 5, MAGICS, minimum=0,
+    setting("cells", int, 5, MAGICS, subagent=ROOT, minimum=0,
             help="how many of your recent input cells the agent sees (0: none)"),
-    setting("compact_at", float, 0.5, {CELL, CONFIG, AGENT}, read=compact_at,
+    setting("compact_at", float, 0.5, {CELL, CONFIG, AGENT}, subagent=SAME, read=compact_at,
             help="compact the REPL history in the prompt past this: tokens, or a fraction (<= 1) of the context "
                  "window; off: never"),
     # What agents get besides the built-in tools.
-    setting("mcp_servers", list, [], {CONFIG, AGENT}, owner=MCP, flag="--mcp", repeat=True,
+    setting("mcp_servers", list, [], {CONFIG, AGENT}, subagent=TREE, owner=MCP, flag="--mcp", repeat=True,
             help="MCP server whose tools agents get: a command line (stdio) or an http(s) URL; repeat for more; "
                  "'off': none"),
-    setting("tools", list, [], MAGICS, read=str,
+    setting("tools", list, [], MAGICS, subagent=TREE, read=str,
             help="notebook functions offered to every agent as tools: f,g ('off': none)"),
-    setting("extensions", list, [], MAGICS, read=str,
+    setting("extensions", list, [], MAGICS, subagent=TREE, read=str,
             help="notebook variables holding Capability objects every agent gets besides the standard ones: a,b "
                  "('off': none)"),
-    setting("skills_dir", str, None, {CONFIG, AGENT}, owner=SKILLS,
+    setting("skills_dir", str, None, {CONFIG, AGENT}, subagent=SAME, env="DEEPAGENT_SKILLS_DIR", owner=SKILLS,
             help="user-wide skills folder (default: DEEPAGENT_SKILLS_DIR, else ~/.deepagent/skills; 'off': the "
                  "default)"),
-    setting("subagent_skills", bool, False, {CONFIG, AGENT}, owner=SKILLS,
+    setting("subagent_skills", bool, False, {CONFIG, AGENT}, subagent=SAME, owner=SKILLS,
             help="sub-agents may write skills (<workspace>/skills/); by default only you and root runs do"),
     # Spend caps (core/policy/spend.py, which reads their text): the whole tree of a run; None: no cap.
-    setting("max_cost", float, None, {CELL, CONFIG, AGENT}, read=str, metavar="USD", recorded=True, off="no cap",
+    setting("max_cost", float, None, {CELL, CONFIG, AGENT}, subagent=TREE, read=str, metavar="USD", recorded=True,
+            off="no cap",
             help="most USD one run (its whole tree) may spend on LM calls"),
-    setting("max_tokens", int, None, {CELL, CONFIG, AGENT}, read=str, metavar="N", recorded=True, off="no cap",
+    setting("max_tokens", int, None, {CELL, CONFIG, AGENT}, subagent=TREE, read=str, metavar="N", recorded=True,
+            off="no cap",
             help="most LM tokens one run (its whole tree) may spend"),
-    setting("max_time", float, None, {CELL, CONFIG, AGENT}, read=str, metavar="SECONDS", recorded=True,
+    setting("max_time", float, None, {CELL, CONFIG, AGENT}, subagent=TREE, read=str, metavar="SECONDS", recorded=True,
             off="no cap", help="most seconds one run may take, waiting for approval not counted"),
     # The user in control (core/policy/approval.py, magics/inputs/approval_flags.py).
-    setting("approve", str, "never", {CELL, CONFIG, CLI, AGENT}, recorded=True,
+    setting("approve", str, "never", {CELL, CONFIG, CLI, AGENT}, subagent=TREE, recorded=True,
             help="approval policy: never, risky, always, or a notebook function (proposal) -> decision",
             at={CLI: {"choices": ("never",), "help": "when to ask before a tool call (only 'never' exists yet)"}}),
-    setting("approve_rules", str, "", {CELL, CONFIG, AGENT},
+    setting("approve_rules", str, "", {CELL, CONFIG, AGENT}, subagent=TREE,
             help="risk rules for --approve risky: '' for all, -name off, none,name only those"),
-    setting("undo_limit", float, 10.0, {CONFIG, AGENT}, minimum=0, maximum=MAX_UNDO_MB, unit="megabytes",
+    setting("undo_limit", float, 10.0, {CONFIG, AGENT}, subagent=ROOT, minimum=0, maximum=MAX_UNDO_MB, unit="megabytes",
             agent_scale=1_000_000,
             help="megabytes: the biggest of your objects a run copies before changing it in place, so "
                  "%deepagent_undo can restore it (0: none)",
             at={AGENT: {"help": "bytes: the biggest of the user's objects a run copies before changing it in "
                                 "place (0: none)"}}),
-    setting("stream", bool, True, {CELL, CONFIG, AGENT},
+    setting("stream", bool, True, {CELL, CONFIG, AGENT}, subagent=TREE,
             help="show each step's reasoning and code while the model writes them"),
 )
 
@@ -258,6 +283,25 @@ def agent_settings(given: Mapping[str, Any], owner: str = "DeepAgent") -> dict[s
     if unknown:
         raise TypeError(f"{owner}() got an unexpected keyword argument {unknown[0]!r}")
     return {s.name: given[s.name] if s.name in given else _copy(s.to_agent(s.default)) for s in at(AGENT)}
+
+
+def inherited(parent: Any) -> dict[str, Any]:
+    """What a sub-agent of ``parent`` (a `DeepAgent`) takes from it, by setting name: each agent setting whose
+    `Setting.subagent` is SAME (the parent's value) or FROM another (the parent's value of that one)."""
+    out = {}
+    for s in at(AGENT):
+        if s.subagent == SAME:
+            out[s.name] = getattr(parent, s.name)
+        elif s.subagent.startswith(FROM):
+            out[s.name] = getattr(parent, s.subagent[len(FROM):])
+    return out
+
+
+def for_kernels(values: Mapping[str, Any], on_gateway: bool) -> dict[str, Any]:
+    """The sub-agent kernels' settings among a door's ``values``, as kernels there take them: on a gateway, only
+    those its kernels take (`Setting.on_gateway`); the others keep their defaults."""
+    return {s.name: values[s.name] if s.on_gateway or not on_gateway else s.default
+            for s in SETTINGS.values() if s.on_gateway is not None and s.name in values}
 
 
 def _copy(value: Any) -> Any:

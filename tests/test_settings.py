@@ -91,11 +91,12 @@ def test_deepagent_takes_every_agent_setting_with_the_tables_default():
 
 
 def test_a_setting_is_declared_in_one_file():
-    """``--max-subagents`` was declared in the traitlets, two @argument lists, the CLI parser and the run API:
-    now only the table names it, and the code that uses the value (delegation)."""
+    """``--max-subagents`` was declared in the traitlets, two @argument lists, the CLI parser and the run API, and
+    copied to each sub-agent by a hand-kept list: now only the table names it (how a sub-agent takes it too), and
+    the code that uses the value (delegation's tree)."""
     naming = sorted(str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py")
                     if "max_subagents" in path.read_text() or "max-subagents" in path.read_text())
-    assert naming == ["settings.py", "tools/delegation/subagent.py", "tools/delegation/tree.py"]
+    assert naming == ["settings.py", "tools/delegation/tree.py"]
 
 
 # ------------------------------------------------------------------------------------ bounds
@@ -204,5 +205,5 @@ def test_the_table_is_plain_data_importing_no_front_door():
     imported = {node.module if isinstance(node, ast.ImportFrom) else alias.name
                 for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
                 for alias in node.names}
-    assert imported == {"__future__", "inspect", "math", "dataclasses", "typing", "errors"}  # (.errors)
+    assert imported == {"__future__", "inspect", "math", "os", "dataclasses", "typing", "errors"}  # (.errors; os: env)
     assert all(setting.doors <= set(settings.DOORS) and setting.help for setting in SETTINGS.values())

@@ -26,7 +26,7 @@ from ..records.export import write_notebook
 from ..records.listing import NoSuchStep, format_step, runs_table
 from ..records.replay import replay
 from ..records.store import find_record, list_records, runs_dir
-from ..settings import CLI, agent_keywords, at
+from ..settings import CLI, SETTINGS, agent_keywords, at
 from .inputs import load_variables, parse_load
 from .models import default_model, model_from_spec
 from .parser import UsageProblem
@@ -113,7 +113,7 @@ def _pool(args: argparse.Namespace) -> Any:
     from ..interpreters.pool.gateway import Gateway, GatewayError
     from ..interpreters.pool.sandbox import SandboxPolicy, refusal
 
-    url = args.gateway_url or os.environ.get("JUPYTER_GATEWAY_URL")
+    url = SETTINGS["gateway_url"].or_env(args.gateway_url)
     if url:
         try:
             gateway = Gateway(url, args.gateway_token)

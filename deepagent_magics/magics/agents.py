@@ -29,7 +29,8 @@ from ..core.loop.profiles import available_profiles
 from ..core.loop.subagent_types import SubAgentType, check_type_name
 from ..tools.delegation.tools import PACKAGED_DESCRIPTIONS
 from ..tuning import programs
-from .inputs.flags import one_line, parse_flags, unquote
+from ..settings import SETTINGS
+from .inputs.flags import one_line, parse_flags, unquote, user_errors
 from .configured import AgentMagicsBase
 
 OFF = ("off", "none", "")
@@ -193,8 +194,8 @@ class AgentTypeMagics(AgentMagicsBase):
             raise UsageError(f"sub-agent type {args.name!r} needs --description TEXT (one line: what it is for)")
         if not cell.strip():
             raise UsageError(f"sub-agent type {args.name!r}: the cell is empty; write its instructions in the cell body")
-        if args.max_iters is not None and args.max_iters < 1:
-            raise UsageError(f"--max-iters must be positive, got {args.max_iters}")
+        with user_errors():  # the bounds of a sub-agent's step limit, as the table has them
+            SETTINGS["subagent_max_iters"].check(args.max_iters, "--max-iters")
         lm = unquote(args.lm.strip()) if args.lm else None
         spec = TypeSpec(args.name, description, cell.strip() + "\n", tool_names(args.tools), lm, args.max_iters)
         if lm is not None:

@@ -27,6 +27,7 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from ..core.run.secrets import REDACTED, register_secret
+from ..settings import SETTINGS
 from .inputs.lm_option_flags import shown_lm_options
 
 OFF = ("off", "none", "")
@@ -36,7 +37,7 @@ def gateway_url(configured: str | None) -> str | None:
     """The gateway in effect: the configured URL, else ``JUPYTER_GATEWAY_URL``, else None (local)."""
     if configured is not None:
         return None if configured.strip().lower() in OFF else configured
-    return os.environ.get("JUPYTER_GATEWAY_URL") or None
+    return SETTINGS["gateway_url"].or_env(None)
 
 
 def make_gateway(url: str | None, token: str | None) -> Any:
@@ -84,8 +85,9 @@ def shown(name: str, value: Any) -> Any:
     if name == "gateway_token_env" and value:
         return f"{value} ({'set' if os.environ.get(value) else 'not set'} in the environment)"
     if name == "gateway_url" and value is None:
-        env = os.environ.get("JUPYTER_GATEWAY_URL")
-        return f"{env} (from JUPYTER_GATEWAY_URL)" if env else "(none: kernels start on this machine)"
+        setting = SETTINGS["gateway_url"]
+        env = setting.or_env(None)
+        return f"{env} (from {setting.env})" if env else "(none: kernels start on this machine)"
     return value
 
 

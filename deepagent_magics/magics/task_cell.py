@@ -24,7 +24,7 @@ from ..core.loop.profiles import available_profiles
 from ..core.run.run import Run
 from ..core.run.session import NamespaceBusy
 from ..display import show_result, show_run
-from ..settings import agent_keywords
+from ..settings import agent_keywords, for_kernels
 from ..tuning import programs
 from . import agents, changes, followup, gateway_settings, setting_flags
 from .inputs.approval_flags import check_approval, resolve_policy
@@ -219,11 +219,12 @@ class DeepAgentMagics(SettingTraits):
 
         gateway = gateway_settings.make_gateway(gateway_settings.gateway_url(settings["gateway_url"]),
                                                 self.gateway_token_in_effect())
-        sandbox = SandboxPolicy(network=settings["subagent_network"], required=settings["require_sandbox"])
-        reason = sandbox.status() if sandbox.required and gateway is None and settings["max_depth"] > 0 else None
+        kernels = for_kernels(settings, on_gateway=gateway is not None)  # as the sub-agents' kernels take them
+        sandbox = SandboxPolicy(network=kernels["subagent_network"], required=kernels["require_sandbox"])
+        reason = sandbox.status() if sandbox.required and settings["max_depth"] > 0 else None
         if reason is not None:
             raise UsageError(refusal(reason))
-        pool = default_pool(settings["pool_size"], settings["kernel_name"] or None, gateway=gateway, sandbox=sandbox)
+        pool = default_pool(kernels["pool_size"], kernels["kernel_name"] or None, gateway=gateway, sandbox=sandbox)
         if settings["max_depth"] > 0:
             pool.warm(str(settings["workspace"]))  # a sandboxed kernel can write only the workspace it starts for
         return pool

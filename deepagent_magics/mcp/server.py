@@ -30,13 +30,15 @@ from ..core.loop.agent import DeepAgent
 from ..core.model.lm import NoLMError
 from ..records import list_records, runs_dir
 from ..records.store import load_record
+from ..errors import InvalidValue
+from ..settings import SETTINGS
 
 INSTRUCTIONS = ("A deep agent that plans with todos, works in a workspace of files, runs Python and can "
                 "delegate to sub-agents. run_task hands it a task and returns its result; list_runs and "
                 "get_run read what past runs did (steps, files, usage).")
 ENDED = ("finished", "failed", "interrupted")
 MAX_ITERS = 50  # the most steps a client may ask for, unless the server says otherwise (--max-iters)
-DEFAULT_ITERS = 20
+DEFAULT_ITERS = SETTINGS["max_iters"].default  # a run's steps when the client does not say (the table's default)
 
 
 def load_factory(spec: str) -> Callable[[], Any]:
@@ -96,8 +98,10 @@ def build_server(root: str | os.PathLike = ".", lm: Any = None, lm_factory: Call
                        lm: str | None = None) -> dict[str, Any]:
         if not task.strip():
             raise ToolError("task is empty: say what the agent should do")
-        if max_iters < 1:
-            raise ToolError(f"max_iters must be positive, got {max_iters}")
+        try:
+            SETTINGS["max_iters"].check(max_iters, "max_iters")
+        except InvalidValue as exc:
+            raise ToolError(str(exc)) from None
         if max_iters > most:
             raise ToolError(f"max_iters {max_iters} is over this server's limit: at most {most}")
         if lm is not None and lm not in allowed:
@@ -145,13 +149,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--allow-lm", dest="allowed_lms", action="append", default=[], metavar="MODEL",
                         help="a model id a client may ask for in run_task's lm (repeatable; default: none)")
     parser.add_argument("--max-iters", type=int, default=MAX_ITERS, help="the most steps a client may ask for")
-    parser.add_argument("--max-depth", type=int, default=2, help="how deep sub-agents may nest")
+    parser.add_argument("--max-depth", type=int, default=SETTINGS["max_depth"].default, help=SETTINGS["max_depth"].help)
     parser.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on over HTTP (default: loopback only)")
     parser.add_argument("--port", type=int, default=8765)
     args = parser.parse_args(argv)
-    if args.max_iters < 1:
-        parser.error(f"--max-iters must be positive, got {args.max_iters}")
+    for name in ("max_iters", "max_depth"):  # the bounds of the table (--max-iters: of what a client may ask)
+        try:
+            SETTINGS[name].check(getattr(args, name))
+        except InvalidValue as exc:
+            parser.error(str(exc))
     return args
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ...errors import InvalidValue
+from ...settings import SETTINGS, Setting
 from ..model.local_server import is_local
 from .notebook_tools import as_tool, check_tool
 from .profiles import Profile, available_profiles
@@ -71,7 +72,7 @@ class SubAgentType:
         if twice:
             raise InvalidValue(f"sub-agent type {self.name!r}: two tools named {twice[0]!r}")
         if self.max_iters is not None and (isinstance(self.max_iters, bool) or not isinstance(self.max_iters, int)
-                                           or self.max_iters < 1):
+                                           or not _within(SETTINGS["subagent_max_iters"], self.max_iters)):
             raise InvalidValue(f"sub-agent type {self.name!r}: max_iters must be a positive integer, "
                              f"got {self.max_iters!r}")
         if self.lm is not None and not isinstance(self.lm, str) and not hasattr(self.lm, "forward"):
@@ -89,6 +90,15 @@ class SubAgentType:
     @property
     def tool_names(self) -> list[str]:
         return [tool.__name__ for tool in self.tools]
+
+
+def _within(setting: Setting, value: Any) -> bool:
+    """Whether ``value`` is within ``setting``'s bounds (the table's: a type's step limit is a sub-agent's)."""
+    try:
+        setting.check(value)
+    except InvalidValue:
+        return False
+    return True
 
 
 def check_types(types: Iterable[Any]) -> dict[str, SubAgentType]:

@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ...errors import UserError
+from ...settings import SETTINGS
 from .gateway_channels import WebsocketKernelClient
 from .gateway_leftovers import forget, remember, sweep
 from .pooled_kernel import _INSTALL, STARTUP_TIMEOUT, Kernel, KernelStartError, _context, _sources
@@ -63,9 +64,9 @@ class Gateway:
             raise GatewayError("sub-agents on a gateway need jupyter_server and websocket-client: "
                                "pip install 'deepagent-magics[gateway]'") from None
 
-        url = url or os.environ.get("JUPYTER_GATEWAY_URL")
+        url = SETTINGS["gateway_url"].or_env(url)
         if not url:
-            raise GatewayError("no gateway URL: pass one or set JUPYTER_GATEWAY_URL")
+            raise GatewayError(f"no gateway URL: pass one or set {SETTINGS['gateway_url'].env}")
         parsed = urlparse(url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise GatewayError(f"gateway URL {url!r} is not an http(s)://host:port URL")

@@ -18,6 +18,7 @@ from ...core.loop.agent import DeepAgent
 from ...core.loop.profiles import UnknownProfile, load_profile
 from ...core.loop.subagent_types import known_names
 from ...core.run.session import Session
+from ...settings import inherited as taken_from
 from ...interpreters.kernel import KernelInterpreterFactory
 from .child import Child
 from .tree import Tree
@@ -80,8 +81,10 @@ def kind_refusal(parent: Any, spec: Any) -> str | None:
 def child_agent(parent: Any, session: Session, tree: Tree, child: Child) -> SubAgent:
     """The child's agent: a copy of a built template, with this child's own settings.
 
-    A sub-agent type (``delegate(agent="NAME")``) gives its instructions, its LM, its step limit
-    and its tools, which only it gets: its own sub-agents inherit its parent's tools, not those."""
+    It takes from its parent what the settings table says a sub-agent takes (``settings.inherited``: each
+    setting's ``subagent``), so a new setting is inherited, or not, where it is declared. A sub-agent type
+    (``delegate(agent="NAME")``) gives its instructions, its LM, its step limit and its tools, which only it
+    gets: its own sub-agents inherit its parent's tools, not those."""
     types = getattr(parent, "subagents", None) or {}
     name = kind_name(parent, child.spec)
     kind = types.get(name)
@@ -89,29 +92,24 @@ def child_agent(parent: Any, session: Session, tree: Tree, child: Child) -> SubA
     own = tuple(kind.tools) if kind is not None else ()
     mine = {tool.__name__ for tool in own}
     depth = parent.depth + 1
+    settings = taken_from(parent)
+    lm, sub_lm = settings.pop("lm", None), settings.pop("sub_lm", None)
+    if kind is not None and kind.max_iters:
+        settings["max_iters"] = kind.max_iters
     agent = copy.copy(_template(
         profile=name,
         depth=depth,
-        max_depth=parent.max_depth,
-        max_iters=(kind.max_iters if kind is not None and kind.max_iters else parent.subagent_max_iters),
-        max_llm_calls=parent.max_llm_calls,
-        timeout=parent.timeout,
         tools=() if name == REVIEWER_PROFILE else tuple(tool for tool in inherited if tool.__name__ not in mine) + own,
-        sub_lm=parent.sub_lm,
+        sub_lm=sub_lm,
         instructions=kind.instructions_at(depth, parent.max_depth) if kind is not None else None,
         extensions=parent.extensions,
+        **settings,
     ))
     agent.tree, agent.child, agent.pool = tree, child, tree.pool
     agent.subagents, agent.type_tools = types, own
-    if kind is not None and kind.lm is not None:
-        agent.lm = kind.lm
-    else:
-        agent.lm = parent.lm if parent.lm is not None else dspy.settings.lm
-    agent.workspace = Path(session.workspace.root)
-    for name in ("max_subagents", "subagent_max_iters", "subagent_timeout", "max_parallel", "skills_dir", "subagent_skills",
-                 "retry_policy"):
-        if hasattr(parent, name):
-            setattr(agent, name, getattr(parent, name))
+    agent.lm = kind.lm if kind is not None and kind.lm is not None else (lm if lm is not None else dspy.settings.lm)
+    agent.workspace = Path(session.workspace.root)  # its own: the run's (an evaluation's task has one of its own)
+    agent.retry_policy = parent.retry_policy  # not a setting: how the parent's runs retry, kept for the tree
     return agent
 
 
@@ -128,7 +126,8 @@ def _template(*, profile: str, depth: int, max_depth: int, tools: tuple, sub_lm:
     if instructions is None:
         instructions = load_profile(profile).instructions(depth=depth, max_depth=max_depth)
     lm_key = sub_lm if sub_lm is None or isinstance(sub_lm, str) else id(sub_lm)  # the template keeps it alive
-    key = (instructions, profile, depth, max_depth, tools, lm_key, id(extensions), tuple(sorted(settings.items())))
+    key = (instructions, profile, depth, max_depth, tools, lm_key, id(extensions),
+           tuple(sorted((name, _frozen(value)) for name, value in settings.items())))
     with _templates_lock:
         template = _templates.get(key)
         if template is None:
@@ -139,3 +138,12 @@ def _template(*, profile: str, depth: int, max_depth: int, tools: tuple, sub_lm:
                 _templates.popitem(last=False)
         _templates.move_to_end(key)
         return template
+
+
+def _frozen(value: Any) -> Any:
+    """A setting's value as part of a template's key (a list or dict setting, hashable)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(item) for item in value)
+    if isinstance(value, dict):
+        return tuple(sorted((key, _frozen(item)) for key, item in value.items()))
+    return value
