@@ -15,6 +15,7 @@ from ..errors import UserError
 from .parser import build_parser
 
 __all__ = ["main"]
+MESSAGE_CHARS = 300  # of an error line
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -26,6 +27,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return commands.COMMANDS[args.command](args)
     except UserError as exc:  # UsageProblem, or a mistake found deeper (a model id, a --load file): one line
         line = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        if len(line) > MESSAGE_CHARS:  # argparse quotes a whole value, however long it is
+            line = line[:MESSAGE_CHARS - 1] + "…"
         print(f"deepagent: error: {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

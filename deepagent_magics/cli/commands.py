@@ -39,8 +39,11 @@ def run_task(args: argparse.Namespace) -> int:
     if args.profile not in available_profiles():
         raise UsageProblem(f"unknown profile {args.profile!r}; choose one of: {', '.join(available_profiles())}")
     workspace = Path(args.workspace).expanduser()
-    if workspace.exists() and not workspace.is_dir():
-        raise UsageProblem(f"--workspace {args.workspace}: not a directory")
+    try:
+        if workspace.exists() and not workspace.is_dir():
+            raise UsageProblem(f"--workspace {args.workspace}: not a directory")
+    except OSError as exc:  # a name too long for the system, a folder we may not look into
+        raise UsageProblem(f"--workspace {args.workspace}: {exc.strerror or exc}") from None
     try:
         options = parse_lm_options(args.lm_options)
         lm = model_from_spec(args.lm, options=options) or default_model()

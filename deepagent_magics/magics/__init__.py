@@ -22,7 +22,7 @@ from .agents import AgentTypeMagics
 from .bench import BenchMagics
 from .checkpoint import CheckpointMagics
 from .changes import ChangesMagics
-from .inputs.flags import AgentFailed
+from .inputs.flags import AgentFailed, bounded
 from .inputs.interpolation import interpolate
 from .inspect import InspectMagics
 from .memory import MemoryMagics
@@ -38,9 +38,13 @@ MAGICS = (DeepAgentMagics, InspectMagics, PromptMagics, TuningMagics, MemoryMagi
 
 
 def register(ipython: Any) -> None:
-    """Register every magic; `DeepAgentMagics` also joins the configurables, for ``%config``."""
+    """Register every magic, each line checked before IPython expands it (`inputs.flags.bounded`);
+    `DeepAgentMagics` also joins the configurables, for ``%config``."""
     for cls in MAGICS:
         magics = cls(ipython)
+        for kind in ("line", "cell"):
+            magics.magics[kind] = {name: bounded(method, cell=kind == "cell")
+                                   for name, method in magics.magics[kind].items()}
         ipython.register_magics(magics)
         if cls is DeepAgentMagics and magics not in ipython.configurables:
             ipython.configurables.append(magics)

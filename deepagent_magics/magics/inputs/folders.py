@@ -9,6 +9,8 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from .flags import one_line
+
 
 def expand_path(value: str) -> str:
     return os.path.expanduser(value)
@@ -18,15 +20,19 @@ def check_workspace(value: Any, flag: str = "--workspace") -> str:
     """``value`` as a folder path the workspace can be (``~`` expanded); it need not exist yet."""
     text = expand_path(str(value))
     if not text.strip() or "\x00" in text:
-        raise UsageError(f"{flag} {str(value)!r} is not a folder path")
+        raise UsageError(f"{flag} {one_line(value, 120)!r} is not a folder path")
     path = Path(text)
-    if path.exists() and not path.is_dir():
-        raise UsageError(f"{flag} {value}: {path} is a file, not a folder")
-    for parent in path.absolute().parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise UsageError(f"{flag} {value}: {parent} is a file, so there can be no folder under it")
-            break
+    try:
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"{flag} {one_line(value, 120)}: {one_line(path, 120)} is a file, not a folder")
+        for parent in path.absolute().parents:
+            if parent.exists():
+                if not parent.is_dir():
+                    raise UsageError(f"{flag} {one_line(value, 120)}: {one_line(parent, 120)} is a file, so "
+                                     "there can be no folder under it")
+                break
+    except OSError as exc:  # a name too long for the system, a folder we may not look into
+        raise UsageError(f"{flag} {one_line(value, 120)}: {exc.strerror or exc}") from None
     return text
 
 
