@@ -10,7 +10,9 @@ A checkpoint is host state: nothing in it is loaded unless the host wrote it. Th
 is signed with the host key (`host_key`, kept outside the workspace) and names the SHA-256
 of each variable's file; `restore` checks the signature before reading anything and each
 file's digest before unpickling it, so a checkpoint a sub-agent planted, or one of whose
-files it replaced, is refused in one line. Every manifest entry is checked (an entry that
+files it replaced, is refused in one line. The signature binds the manifest to the checkpoint's
+name (`place`: ``checkpoints/<name>/manifest.json``, and the name inside it), so a signed checkpoint
+copied or renamed to another name is refused too. Every manifest entry is checked (an entry that
 is not an object, a name that is not an identifier or would hide a builtin such as ``len``,
 a file that is not the entry's own) and reported in one line when it does not fit.
 
@@ -78,6 +80,11 @@ def checkpoint_dir(root: str | os.PathLike, name: str) -> Path:
     return Path(root).expanduser().resolve() / DIR / name
 
 
+def place(name: str) -> str:
+    """What a checkpoint's manifest is, as its signature names it: its path in the workspace."""
+    return (DIR / name / "manifest.json").as_posix()
+
+
 def list_checkpoints(root: str | os.PathLike) -> list[str]:
     folder = Path(root).expanduser().resolve() / DIR
     return sorted(p.name for p in folder.iterdir()
@@ -107,7 +114,7 @@ def save(root: str | os.PathLike, name: str, namespace: dict[str, Any], names: l
         manifest = {"format": FORMAT, "name": name, "created": time.time(), "variables": variables,
                     "replay": replay, "threads": threads, "todos": todos, "complete": True}
         try:
-            (staging / "manifest.json").write_bytes(signed_json(redact(manifest), PURPOSE))
+            (staging / "manifest.json").write_bytes(signed_json(redact(manifest), PURPOSE, place(name)))
         except HostKeyError as exc:
             raise CheckpointError(f"cannot sign the checkpoint: {exc}") from None
         report.bytes = sum(p.stat().st_size for p in staging.iterdir())
@@ -184,9 +191,10 @@ def load_manifest(root: str | os.PathLike, name: str) -> dict[str, Any]:
         raise CheckpointError(f"checkpoint {name!r} is partial (no manifest.json): save it again") from None
     except (OSError, ValueError) as exc:
         raise CheckpointError(f"checkpoint {name!r} cannot be read ({type(exc).__name__}); save it again") from None
-    if not verified(raw, PURPOSE):
-        raise CheckpointError(f"checkpoint {name!r} does not carry this host's signature (it was not saved by "
-                              "%deepagent_checkpoint here, or was changed since): nothing was loaded")
+    if not verified(raw, PURPOSE, place(name)):
+        raise CheckpointError(f"checkpoint {name!r} does not carry this host's signature for that name (it was not "
+                              "saved as it is by %deepagent_checkpoint here: changed, planted, or copied or renamed "
+                              "from another name): nothing was loaded")
     try:
         manifest = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
@@ -195,6 +203,9 @@ def load_manifest(root: str | os.PathLike, name: str) -> dict[str, Any]:
         raise CheckpointError(f"checkpoint {name!r} is partial or from another version: save it again")
     if not isinstance(manifest.get("variables"), list):
         raise CheckpointError(f"checkpoint {name!r} is corrupt (no variable list); save it again")
+    if manifest.get("name") != name:  # signed as this name's already: a second lock
+        raise CheckpointError(f"checkpoint {name!r} holds the manifest of {str(manifest.get('name'))[:64]!r}: "
+                              "nothing was loaded")
     return manifest
 
 

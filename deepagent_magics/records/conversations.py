@@ -11,6 +11,7 @@ The threads themselves (what a follow-up run is told) are core/run/conversations
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ..core.run.conversations import Thread, Turn, UnknownThread
@@ -33,7 +34,8 @@ def load_thread(key: str, root: Any) -> Thread | None:
             thread_id = (record.get("config") or {}).get("thread") or record.get("id")
             break
     if thread_id is None:
-        if any(record.get("id") == key for record in list_records([root])):
+        if any(record.get("id") == key or Path(str(record.get("_path"))).name == f"{key}.json"
+               for record in list_records([root])):  # a record under that name, not signed as it
             raise UnknownThread(f"the record of run {key!r} does not carry this host's signature (an agent may have "
                                 f"written it), so it is not continued; %deepagent_trace {key} shows it")
         return None

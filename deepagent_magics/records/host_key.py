@@ -14,7 +14,12 @@ atomic write holds both and any JSON reader still reads the file::
     {"host_mac": "<64 hex>",
      "format": ..., ...}
 
-Each kind of file signs with its own ``purpose``, so a signed record is not a signed manifest.
+Each kind of file signs with its own ``purpose``, so a signed record is not a signed manifest, and
+with its ``place``: what the file is, by name (a record's ``runs/<id>.json``, a checkpoint's
+``checkpoints/<name>/manifest.json``). A signature binds the bytes to that name, so a signed file
+replayed under another name, two swapped, or one copied under a new name, no longer verifies. Files
+signed before places were bound (version 0.2 and earlier) verify no longer: they are shown, never
+trusted.
 """
 
 from __future__ import annotations
@@ -105,29 +110,30 @@ def _create(path: Path) -> bytes:
     return key
 
 
-def mac(purpose: str, data: bytes) -> str:
-    """The hex HMAC of ``data`` for ``purpose``."""
-    return hmac.new(host_key(), purpose.encode() + b"\n" + data, hashlib.sha256).hexdigest()
+def mac(purpose: str, data: bytes, place: str) -> str:
+    """The hex HMAC of ``data`` for ``purpose``, as the file ``place`` (what it is, by name)."""
+    header = json.dumps([purpose, place]).encode("utf-8")  # one line: neither can run into the other or the data
+    return hmac.new(host_key(), header + b"\n" + data, hashlib.sha256).hexdigest()
 
 
-def signed_json(data: Any, purpose: str) -> bytes:
-    """``data`` as JSON, its MAC as the first field."""
+def signed_json(data: Any, purpose: str, place: str) -> bytes:
+    """``data`` as JSON, its MAC (for ``purpose``, as the file ``place``) as the first field."""
     body = json.dumps(data, indent=1, default=repr).encode("utf-8")
     if not body.startswith(b"{"):
         raise TypeError("only a JSON object can be signed")
     rest = body[1:]
     comma = b"," if rest.strip() != b"}" else b""
-    return b'{"' + FIELD.encode() + b'": "' + mac(purpose, body).encode() + b'"' + comma + rest
+    return b'{"' + FIELD.encode() + b'": "' + mac(purpose, body, place).encode() + b'"' + comma + rest
 
 
-def verified(raw: bytes, purpose: str) -> bool:
-    """Whether ``raw`` (a file's bytes) is JSON this host signed for ``purpose``."""
+def verified(raw: bytes, purpose: str, place: str) -> bool:
+    """Whether ``raw`` (a file's bytes) is JSON this host signed for ``purpose`` as the file ``place``."""
     match = _SIGNED.match(raw)
     if match is None:
         return False
     body = b"{" + raw[match.end():]
     try:
-        return hmac.compare_digest(match.group(1).decode(), mac(purpose, body))
+        return hmac.compare_digest(match.group(1).decode(), mac(purpose, body, place))
     except HostKeyError:
         return False
 

@@ -22,7 +22,8 @@ def head(text: Any, limit: int) -> str:
 
 
 def runs_table(records: list[dict[str, Any]]) -> str:
-    """A fixed-width table: id, time, status, steps, tokens and cost of the whole tree (root and sub-agents), task head."""
+    """A fixed-width table: id, time, status, steps, tokens and cost of the whole tree (root and sub-agents), task head.
+    A record this host did not sign as the file it was read from (planted, changed, renamed: `store`) says so."""
     rows = [("id", "time", "status", "steps", "tokens (tree)", "cost (tree)", "task")]
     for record in records:
         usage = Usage.from_dict(record.get("usage_total") or record.get("usage"))
@@ -31,7 +32,7 @@ def runs_table(records: list[dict[str, Any]]) -> str:
         rows.append((
             str(record.get("id")),
             time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if started else "-",
-            str(record.get("status")),
+            str(record.get("status")) + (" (unsigned)" if record.get("_host_written") is False else ""),
             f"{len(record.get('steps') or [])}" + (f" (+{subs} sub)" if subs else ""),
             f"{usage.tokens:,}",
             usage.cost_text(),

@@ -41,7 +41,7 @@ from ..core.run.run import (
 from ..core.model.step_streaming import TRANSIENT
 from .host_key import HostKeyError, signed_json
 from .liveness import writer_identity
-from .store import FORMAT, RECORD_PURPOSE, runs_dir
+from .store import FORMAT, RECORD_PURPOSE, record_place, runs_dir
 
 
 def record_of(run: Run, files: dict[str, int] | None = None,
@@ -77,15 +77,15 @@ def _tree_dict(run: Run, tool_calls: dict[str, list[dict[str, Any]]]) -> dict[st
     return data
 
 
-def write_json_atomic(path: Path, data: Any, purpose: str | None = None) -> None:
+def write_json_atomic(path: Path, data: Any, purpose: str | None = None, place: str | None = None) -> None:
     """Write ``data`` as JSON to a temporary file beside ``path`` and rename it over.
 
-    With ``purpose``, the file is signed with the host key (`host_key`); without the key (a
-    read-only home), it is written unsigned: readable, never trusted."""
+    With ``purpose``, the file is signed with the host key (`host_key`) as the file ``place`` (what it
+    is, by name); without the key (a read-only home), it is written unsigned: readable, never trusted."""
     body = None
     if purpose is not None:
         try:
-            body = signed_json(data, purpose)
+            body = signed_json(data, purpose, place or path.name)
         except HostKeyError:
             pass
     if body is None:
@@ -182,7 +182,7 @@ class RunRecorder:
             try:
                 self.redact.refresh()
                 write_json_atomic(self.path, self.redact(record_of(self.run, self.files, self.tool_calls)),
-                                  purpose=RECORD_PURPOSE)
+                                  purpose=RECORD_PURPOSE, place=record_place(self.path))
             except OSError as exc:  # a read-only workspace must not stop the agent
                 self.error = exc
                 return

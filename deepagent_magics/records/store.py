@@ -5,8 +5,10 @@ only regular files up to `MAX_RECORD_BYTES` are read (a FIFO or ``/dev/zero`` be
 cannot hang or fill the notebook), the JSON is reshaped into a well-formed record
 (`well_formed`), scrubbed of secrets again (`core.run.secrets`), and a run whose writing process died
 mid-run reads as ``abandoned`` (`liveness`). Each record read says whether the host wrote it
-(``record["_host_written"]``: its MAC checks with the host key, `host_key`); only such a record is
-taken back as trusted state (a thread continued after a kernel restart, `conversations`). Any other is
+(``record["_host_written"]``: its MAC checks with the host key, `host_key`, for the place it was read
+from, ``.deepagent/runs/<id>.json``, and the id inside is that file's); only such a record is taken back
+as trusted state (a thread continued after a kernel restart, `conversations`). A signed record replayed
+under another run's name, or two swapped, are not: the signature binds the file's name. Any other is
 still listed and shown, escaped, like every record.
 """
 
@@ -32,6 +34,11 @@ MAX_RECORD_BYTES = 256 * 1024 * 1024
 
 def runs_dir(workspace: str | os.PathLike) -> Path:
     return Path(workspace).expanduser().resolve() / RUNS_DIR
+
+
+def record_place(path: str | os.PathLike) -> str:
+    """What a record file is, as its signature names it: its path in the workspace, ``.deepagent/runs/<id>.json``."""
+    return (RUNS_DIR / Path(path).name).as_posix()
 
 
 def list_records(directories: Iterable[str | os.PathLike], limit: int | None = None) -> list[dict[str, Any]]:
@@ -70,6 +77,7 @@ def load_record(path: str | os.PathLike) -> dict[str, Any]:
         raw = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ValueError(f"{path} is not valid JSON: {str(exc)[:200]}") from None
+    own_id = isinstance(raw, dict) and raw.get("id") == Path(path).name.removesuffix(".json")
     if isinstance(raw, dict):
         for name in LOADER_FIELDS:
             raw.pop(name, None)
@@ -80,7 +88,7 @@ def load_record(path: str | os.PathLike) -> dict[str, Any]:
     except ValueError as exc:
         raise ValueError(f"{path} is {exc}") from None
     record["_path"] = str(path)
-    record["_host_written"] = verified(data, RECORD_PURPOSE)
+    record["_host_written"] = own_id and verified(data, RECORD_PURPOSE, record_place(path))
     return record
 
 

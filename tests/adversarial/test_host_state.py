@@ -188,10 +188,10 @@ def test_every_manifest_entry_is_checked_one_line_each(tmp_path):
 
 
 def _sign(folder: Path, manifest: dict) -> None:
-    from deepagent_magics.records.checkpoint import PURPOSE
+    from deepagent_magics.records.checkpoint import PURPOSE, place
     from deepagent_magics.records.host_key import signed_json
 
-    (folder / "manifest.json").write_bytes(signed_json(manifest, PURPOSE))
+    (folder / "manifest.json").write_bytes(signed_json(manifest, PURPOSE, place(folder.name)))
 
 
 def test_the_magic_reports_a_non_object_entry_in_one_line(ip, fresh, tmp_path, monkeypatch, capsys):

@@ -102,11 +102,12 @@ def _checkpoint(ip):
 
 def _sign(folder, text):
     """A manifest this host signed whatever it says (as a bug, or another version, might write)."""
-    from deepagent_magics.records.checkpoint import PURPOSE
+    from deepagent_magics.records.checkpoint import PURPOSE, place
     from deepagent_magics.records.host_key import mac
 
     body = text.encode()
-    (folder / "manifest.json").write_bytes(b'{"host_mac": "' + mac(PURPOSE, b"{" + body[1:]).encode() + b'",' + body[1:])
+    signature = mac(PURPOSE, b"{" + body[1:], place(folder.name)).encode()
+    (folder / "manifest.json").write_bytes(b'{"host_mac": "' + signature + b'",' + body[1:])
 
 
 @pytest.mark.parametrize("damage, message", [
