@@ -173,7 +173,7 @@ def test_chromium_fetches_nothing_off_origin(local_page):
     """Every payload, sanitised, set as the page's HTML in Chromium: each image's ``src`` as Chromium
     resolved it is on the page's origin, and no request leaves 127.0.0.1. The same payloads unsanitised
     do send requests to evil.example, so the page and the recorder see the attack."""
-    from browser import CHROMIUM, CHROMIUM_ARGS, require_chromium
+    from tests.browser import CHROMIUM, CHROMIUM_ARGS, require_chromium
     import playwright.sync_api as playwright_api
 
     require_chromium()
