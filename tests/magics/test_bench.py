@@ -1,0 +1,36 @@
+"""magics/bench.py: ``%deepagent_bench``: the quality benchmark from the notebook; a mistake is one line first."""
+
+from __future__ import annotations
+
+import pytest
+from IPython.core.error import UsageError
+
+from deepagent_magics.testing import ScriptedLM
+from deepagent_magics.tuning.bench_report import BenchReport
+
+
+@pytest.mark.parametrize("line, says", [
+    ("nope --lm lm", "unknown suite 'nope'"),
+    ("sklearn --lm lm --limit 0", "--limit must be a whole number of tasks"),
+    ("sklearn --lm lm --threads 0", "--threads must be a whole number"),
+    ("sklearn --lm lm --baselines nope", "unknown baseline nope"),
+    ("sklearn --lm lm --out print", "would hide Python's builtin print"),
+    ("sklearn --lm lm --where =x", "KEY=VALUE"),
+    ("sklearn --lm lm --profile nope", "unknown profile 'nope'"),
+])
+def test_a_mistake_is_one_usage_error_line_before_anything_runs(ip, line, says):
+    ip.user_ns["lm"] = ScriptedLM([("x", "SUBMIT(result='1')")])
+    with pytest.raises(UsageError, match=says) as caught:
+        ip.run_line_magic("deepagent_bench", line)
+    assert type(caught.value) is UsageError
+    assert "_deepagent_bench" not in ip.user_ns
+
+
+def test_the_offline_suite_runs_with_the_configured_agent_and_stores_the_table(ip, tmp_path):
+    ip.user_ns["lm"] = ScriptedLM([("Answer.", "SUBMIT(result='no idea')")])
+    report = ip.run_line_magic("deepagent_bench", f"sklearn --lm lm --limit 1 --threads 1 --out table "
+                                                  f"--save {tmp_path / 'bench'}")
+    assert isinstance(report, BenchReport)
+    assert ip.user_ns["table"] is report and ip.user_ns["_deepagent_bench"] is report
+    assert len(report.rows) == 1 and report.rows[0]["system"] == "deep agent"
+    assert any(name.endswith(".md") for name in report.files) and (tmp_path / "bench").is_dir()
