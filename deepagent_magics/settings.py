@@ -46,6 +46,10 @@ DELEGATION, SKILLS, MCP = "delegation", "skills", "mcp"
 MAX_SECONDS = 7 * 24 * 3600.0  # a week: a longer time limit is a mistake, and timers overflow far beyond it
 MAX_POOL = 64  # ready sub-agent kernels: each is a started process (~100 MB); more kept idle is a typo
 MAX_UNDO_MB = 100_000.0
+MAX_MIB = 1 << 24  # 16 TiB: a larger memory or disk limit is a typo
+MAX_PROCESSES = 1 << 22  # the kernel's own ceiling on process ids
+MAX_OPEN_FILES = 1 << 20  # Linux's default ceiling on a process's open files
+LOCAL_KERNELS = frozenset({CELL, CONFIG, CLI, SERVER})  # a pool setting: where the sandbox's are
 
 
 def compact_at(text: Any) -> float:
@@ -209,6 +213,28 @@ SETTINGS = _settings(
             owner=DELEGATION,
             help="refuse sub-agents when bubblewrap cannot sandbox their kernels here, instead of running them "
                  "marked not sandboxed"),
+    # What one sub-agent's kernel may consume (interpreters/pool/limits.py; docs/safety.md#limits): each held by a
+    # cgroup where this machine gives one, else by an rlimit; 0: no limit. The tree's kernel pool is made for them;
+    # a gateway's kernels take those a process sets on itself.
+    setting("subagent_processes", int, 256, LOCAL_KERNELS, subagent=TREE, on_gateway=False, owner=DELEGATION,
+            minimum=0, maximum=MAX_PROCESSES,
+            help="most processes and threads a sub-agent's kernel may run at once (0: no limit)"),
+    setting("subagent_memory", int, 2048, LOCAL_KERNELS, subagent=TREE, on_gateway=True, owner=DELEGATION,
+            minimum=0, maximum=MAX_MIB, unit="MiB",
+            help="MiB of memory a sub-agent's kernel and its processes may use (0: no limit)"),
+    setting("subagent_cpu_time", int, 1800, LOCAL_KERNELS, subagent=TREE, on_gateway=True, owner=DELEGATION,
+            minimum=0, maximum=int(MAX_SECONDS), unit="seconds",
+            help="CPU seconds each process of a sub-agent may use (0: no limit)"),
+    setting("subagent_file_size", int, 1024, LOCAL_KERNELS, subagent=TREE, on_gateway=True, owner=DELEGATION,
+            minimum=0, maximum=MAX_MIB, unit="MiB",
+            help="MiB: the largest file a sub-agent may write (0: no limit)"),
+    setting("subagent_disk", int, 2048, LOCAL_KERNELS, subagent=TREE, on_gateway=False, owner=DELEGATION,
+            minimum=0, maximum=MAX_MIB, unit="MiB",
+            help="MiB a sub-agent may add to the workspace while it runs, and to each of its private folders in "
+                 "memory (/tmp) (0: no limit)"),
+    setting("subagent_open_files", int, 1024, LOCAL_KERNELS, subagent=TREE, on_gateway=True, owner=DELEGATION,
+            minimum=0, maximum=MAX_OPEN_FILES,
+            help="most files a sub-agent's process may have open at once (0: no limit)"),
     setting("gateway_url", str, None, {CONFIG, CLI}, subagent=TREE, env="JUPYTER_GATEWAY_URL", owner=DELEGATION,
             off="this machine",
             help="Jupyter gateway to start sub-agent kernels on (default: JUPYTER_GATEWAY_URL, else this machine)"),

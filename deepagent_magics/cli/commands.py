@@ -26,7 +26,7 @@ from ..records.export import write_notebook
 from ..records.listing import NoSuchStep, format_step, runs_table
 from ..records.replay import replay
 from ..records.store import find_record, list_records, runs_dir
-from ..settings import CLI, SETTINGS, agent_keywords, at
+from ..settings import CLI, SETTINGS, agent_keywords, at, for_kernels
 from .inputs import load_variables, parse_load
 from .models import default_model, model_from_spec
 from .parser import UsageProblem
@@ -114,6 +114,7 @@ def _run(args: argparse.Namespace, task: str, lm: Any, sub_lm: Any, namespace: d
 def _pool(args: argparse.Namespace) -> Any:
     from ..interpreters.pool import KernelPool
     from ..interpreters.pool.gateway import Gateway, GatewayError
+    from ..interpreters.pool.limits import ResourceLimits
     from ..interpreters.pool.sandbox import SandboxPolicy, refusal
 
     url = SETTINGS["gateway_url"].or_env(args.gateway_url)
@@ -126,7 +127,9 @@ def _pool(args: argparse.Namespace) -> Any:
         if args.kernel_name and args.kernel_name not in names:
             raise UsageProblem(f"--kernel-name: the gateway has no kernel spec {args.kernel_name!r}; it has: "
                                f"{', '.join(names)}")
-        return KernelPool(args.pool_size, kernel_name=args.kernel_name, gateway=gateway).warm()
+        return KernelPool(args.pool_size, kernel_name=args.kernel_name, gateway=gateway,
+                          sandbox=SandboxPolicy(limits=ResourceLimits.from_settings(
+                              for_kernels(vars(args), on_gateway=True)))).warm()  # those a process sets on itself
     if args.kernel_name:
         from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
@@ -135,7 +138,8 @@ def _pool(args: argparse.Namespace) -> Any:
         except NoSuchKernel:
             names = ", ".join(sorted(KernelSpecManager().find_kernel_specs()))
             raise UsageProblem(f"--kernel-name: no kernel spec named {args.kernel_name!r}; installed: {names}") from None
-    sandbox = SandboxPolicy(network=args.subagent_network, required=args.require_sandbox)
+    sandbox = SandboxPolicy(network=args.subagent_network, required=args.require_sandbox,
+                            limits=ResourceLimits.from_settings(vars(args)))
     reason = sandbox.status()
     if reason is not None and sandbox.required:
         raise UsageProblem(refusal(reason))

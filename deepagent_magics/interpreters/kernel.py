@@ -46,6 +46,7 @@ from .capture import bundle_to_text
 from .kernel_bridge import ToolBridge
 from .kernel_side import RESULT_SOURCE, RUNTIME_NAME, SETUP_FILENAME
 from .pool import Kernel, KernelPool, KernelStartError, start_kernel
+from .pool.limits import LimitExceeded, LimitHit
 from .step_execution import StepInterpreter
 from .wire import NotCarried, to_wire
 
@@ -130,6 +131,10 @@ class KernelInterpreter(ToolBridge, StepInterpreter):
         except KernelStartError as exc:
             raise CodeInterpreterError(str(exc)) from None
         self.kernel = kernel
+        if kernel.limits is not None:  # counted from now on: what the sub-agent adds to its folders
+            kernel.limits.begin([self.cwd or kernel.workspace, kernel.dir])
+            if self.run is not None:  # the sub-agent's record: each limit, what holds it, the one hit (kept up to date)
+                self.run.config["limits"] = kernel.limits.record
         poller = zmq.Poller()
         for channel in (kernel.client.iopub_channel, kernel.client.stdin_channel, kernel.client.shell_channel):
             poller.register(channel.socket, zmq.POLLIN)
@@ -239,7 +244,7 @@ class KernelInterpreter(ToolBridge, StepInterpreter):
 
     def _collect(self, msg_id: str, setup: bool) -> Any:
         kernel = self.kernel
-        client = kernel.client
+        client, limits = kernel.client, kernel.limits
         iopub, stdin, shell = client.iopub_channel, client.stdin_channel, client.shell_channel
         deadline = time.monotonic() + self.timeout if self.timeout else None
         interrupted_at: float | None = None
@@ -250,6 +255,8 @@ class KernelInterpreter(ToolBridge, StepInterpreter):
         idle = replied = False
         while not (idle and replied):
             self._check_stopped()
+            if limits is not None:
+                self._stop_at(limits.check())
             now = time.monotonic()
             if deadline is not None and now >= deadline and interrupted_at is None:
                 kernel.interrupt()
@@ -306,7 +313,11 @@ class KernelInterpreter(ToolBridge, StepInterpreter):
                             result = payload.get("result")
             if not events and not kernel.alive():
                 self._check_stopped()
+                if limits is not None:
+                    self._stop_at(limits.after_death(kernel.exit_code()))
                 raise CodeInterpreterError(self._died_message())
+        if limits is not None:  # what the step hit, even if it caught the refusal or submitted after it
+            self._stop_at(limits.after_step((result or {}).get("traceback")))
         text = "\n".join(part.rstrip("\n") for part in parts if part)
         return self._outcome(result, error, text, interrupted_at is not None, setup)
 
@@ -344,6 +355,12 @@ class KernelInterpreter(ToolBridge, StepInterpreter):
         if self.stop_message is None:
             raise KeyboardInterrupt("the sub-agent was interrupted")
         raise CodeInterpreterError(self.stop_message)
+
+    def _stop_at(self, hit: LimitHit | None) -> None:
+        """A limit was hit: the kernel is killed, and the sub-agent ends with the line its parent reads."""
+        if hit is not None:
+            self.kernel.kill()
+            raise LimitExceeded(hit)
 
     def _died_message(self) -> str:
         kernel = self.kernel

@@ -215,12 +215,14 @@ class DeepAgentMagics(SettingTraits):
     def _subagent_pool(self, settings: dict[str, Any]) -> Any:
         """The process-wide kernel pool at the configured size, warming in the background."""
         from ..interpreters.pool import default_pool
+        from ..interpreters.pool.limits import ResourceLimits
         from ..interpreters.pool.sandbox import SandboxPolicy, refusal
 
         gateway = gateway_settings.make_gateway(gateway_settings.gateway_url(settings["gateway_url"]),
                                                 self.gateway_token_in_effect())
         kernels = for_kernels(settings, on_gateway=gateway is not None)  # as the sub-agents' kernels take them
-        sandbox = SandboxPolicy(network=kernels["subagent_network"], required=kernels["require_sandbox"])
+        sandbox = SandboxPolicy(network=kernels["subagent_network"], required=kernels["require_sandbox"],
+                                limits=ResourceLimits.from_settings(kernels))
         reason = sandbox.status() if sandbox.required and settings["max_depth"] > 0 else None
         if reason is not None:
             raise UsageError(refusal(reason))

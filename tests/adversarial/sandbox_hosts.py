@@ -31,6 +31,7 @@ from pathlib import Path
 import deepagent_magics
 
 UNPRIVILEGED = 65534
+CHECKOUT = Path(deepagent_magics.__file__).parents[1]
 HOSTS = ("root", "unprivileged")
 HOST = """
 import json, os, sys
@@ -91,9 +92,21 @@ class Host:
         script = self.root / "host.py"
         script.write_text(HOST)
         self.own(spec, script)
+        result = self.python([str(script), str(spec)], env, timeout)
+        output = result.pop("output")
+        try:
+            result["report"] = json.loads(output.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise AssertionError(f"the attack did not report: {output}") from None
+        return result
+
+    def python(self, arguments: list[str], env: dict[str, str] | None = None, timeout: float = 180) -> dict:
+        """Run this Python with ``arguments`` as the host's user, in its workspace; the JSON of its last line.
+        (``env``: more of its environment; this checkout is importable, ``tests`` included.)"""
         environ = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home),
-                   "TMPDIR": str(self.tmp), "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
-        command = [sys.executable, str(script), str(spec)]
+                   "TMPDIR": str(self.tmp), "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+                   "PYTHONPATH": str(CHECKOUT), **(env or {})}
+        command = [sys.executable, *arguments]
         if self.kind == "unprivileged" and os.geteuid() == 0:  # else this user is unprivileged already
             command = [*_view(), "setpriv", f"--reuid={UNPRIVILEGED}", f"--regid={UNPRIVILEGED}", "--clear-groups",
                        "--", *command]
@@ -101,13 +114,7 @@ class Host:
                               stdin=subprocess.DEVNULL, cwd=str(self.workspace))
         lines = done.stdout.strip().splitlines()
         assert done.returncode == 0 and lines, f"the host failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
-        result = json.loads(lines[-1])
-        output = result.pop("output")
-        try:
-            result["report"] = json.loads(output.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            raise AssertionError(f"the attack did not report: {output}") from None
-        return result
+        return json.loads(lines[-1])
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -134,7 +141,7 @@ def _view() -> list[str]:
     only what the host needs bound back read-only); no command at all where every folder can be entered."""
     needed = {os.path.realpath(path) for path in (sys.base_prefix, sys.prefix, os.path.dirname(sys.executable),
                                                    os.path.dirname(os.path.realpath(sys.executable)),
-                                                   str(Path(deepagent_magics.__file__).parents[1]))}
+                                                   str(CHECKOUT))}
     closed: dict[str, set[str]] = {}
     for path in sorted(needed):
         ancestor = _closed_ancestor(path)

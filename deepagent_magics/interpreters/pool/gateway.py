@@ -32,6 +32,8 @@ from ...errors import UserError
 from ...settings import SETTINGS
 from .gateway_channels import WebsocketKernelClient
 from .gateway_leftovers import forget, remember, sweep
+from .kernel_limits import KernelLimits
+from .limits import ResourceLimits
 from .pooled_kernel import _INSTALL, STARTUP_TIMEOUT, Kernel, KernelStartError, _context, _sources
 
 log = logging.getLogger(__name__)
@@ -152,10 +154,10 @@ class Gateway:
         """What a sub-agent is told about its REPL when its kernel is on this gateway."""
         return local.replace(LOCAL_WORKSPACE_SENTENCE, "") + " " + REMOTE_INSTRUCTIONS
 
-    def kernel(self, kernel_name: str | None = None) -> "GatewayKernel":
-        """A kernel not yet started (what the pool starts and hands out)."""
+    def kernel(self, kernel_name: str | None = None, limits: ResourceLimits | None = None) -> "GatewayKernel":
+        """A kernel not yet started (what the pool starts and hands out), with the ``limits`` that apply there."""
         self.cleanup()
-        return GatewayKernel(self, kernel_name)
+        return GatewayKernel(self, kernel_name, limits)
 
     def cleanup(self) -> list[str]:
         """Shut down the kernels that hosts killed earlier left on this gateway (once per process)."""
@@ -175,7 +177,8 @@ class GatewayKernel(Kernel):
 
     remote = True
 
-    def __init__(self, gateway: Gateway, kernel_name: str | None = None):  # noqa: D107 - no local manager
+    def __init__(self, gateway: Gateway, kernel_name: str | None = None,  # noqa: D107 - no local manager
+                 limits: ResourceLimits | None = None):
         self.gateway = gateway
         self.kernel_name = kernel_name
         self.kernel_id: str | None = None
@@ -187,6 +190,7 @@ class GatewayKernel(Kernel):
         self.started_at: float | None = None
         self.preinstalled: frozenset[str] = frozenset()
         self.dir = None
+        self.limits = KernelLimits(limits, "", remote=True) if limits is not None else None  # the rlimits it sets
         self._lock = threading.Lock()
 
     def start(self, cwd: str | None = None, timeout: float = STARTUP_TIMEOUT) -> "GatewayKernel":
@@ -215,6 +219,8 @@ class GatewayKernel(Kernel):
             self._wait_ready(timeout)
             self.run_setup(_INSTALL.format(sources=_sources(), host_pid=None, lifeline_fd=None, kernel_dir=None),
                            timeout)
+            if self.limits is not None:
+                self.run_setup(self.limits.remote_setup(), timeout)
             self._preinstall_dspy_shim(timeout)
         except Exception as exc:
             self.close()

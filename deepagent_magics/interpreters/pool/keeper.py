@@ -19,7 +19,9 @@ it either. So each host process also starts one keeper (lazily, with its first k
   the host's death orphans its group and the operating system sends it SIGHUP and SIGCONT (what
   POSIX does for a stopped, newly orphaned process group); it then does its work;
 - it ignores SIGTERM, SIGINT and SIGHUP; if it is killed while kernels are registered, the host
-  starts another at once (a thread waits on it) and tells it every kernel.
+  starts another at once (a thread waits on it) and tells it every kernel;
+- the host's cgroup folders (``c<folder>``: `cgroups` makes one per controller, each kernel's group in
+  it) are removed last, once the killed kernels have left them.
 
 Standard library only; run as a script (``python -I keeper.py HOST_PID``), it loads `processes` from
 its file and imports nothing of this package, so it starts in milliseconds.
@@ -38,6 +40,9 @@ _lock = threading.Lock()
 _keeper: "subprocess.Popen[bytes] | None" = None
 _owner: int | None = None  # the pid of the process that started _keeper (a forked child starts its own)
 _watched: dict[int, tuple[int, int, str]] = {}  # kernel pid -> (pgid, start time, private directory)
+_cgroups: list[str] = []  # the host's cgroup folders (cgroups.py), removed when it dies
+CGROUPS_PREFIX = "deepagent-"  # cgroups.HOST_PREFIX: the keeper removes only those
+CGROUPS_WAIT = 3.0  # seconds the keeper waits for killed kernels to leave their groups
 KERNEL_DIRS_PREFIX = "deepagent-kernels-"  # lifecycle.HOST_DIR_PREFIX: the keeper removes only those
 
 
@@ -47,6 +52,7 @@ def _forget_all_in_child() -> None:
     _lock = threading.Lock()
     _keeper, _owner = None, None
     _watched.clear()
+    _cgroups.clear()
 
 
 if hasattr(os, "register_at_fork"):
@@ -77,6 +83,15 @@ def _registration(pid: int, pgid: int, started: int, folder: str) -> str:
     return f"+{pid} {pgid} {started} {folder}".rstrip() + "\n"
 
 
+def watch_cgroups(folders: list[str]) -> None:
+    """Tell the keeper the host's cgroup folders: removed (once empty) when the host dies."""
+    with _lock:
+        for folder in folders:
+            if folder not in _cgroups and "\n" not in folder:
+                _cgroups.append(folder)
+                _send(f"c{folder}\n")
+
+
 def forget(pid: int | None) -> None:
     """The kernel was closed: the keeper no longer kills it."""
     with _lock:
@@ -100,6 +115,7 @@ def _send(line: str) -> None:
                 _keeper.stdin.close()
             _keeper, _owner = _start(), os.getpid()
             line = "".join(_registration(pid, *entry) for pid, entry in _watched.items())
+            line += "".join(f"c{folder}\n" for folder in _cgroups)
         try:
             _keeper.stdin.write(line.encode())
             _keeper.stdin.flush()
@@ -144,6 +160,7 @@ def serve(host_pid: int, processes, fd: int = 0, interval: float = 0.5) -> None:
     for name in ("SIGHUP", "SIGINT", "SIGTERM", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGPIPE"):
         signal.signal(getattr(signal, name), signal.SIG_IGN)
     kernels: dict[int, tuple[int, int, str]] = {}
+    cgroups: set[str] = set()
     pending = b""
     while True:
         try:
@@ -157,7 +174,7 @@ def serve(host_pid: int, processes, fd: int = 0, interval: float = 0.5) -> None:
             *lines, pending = (pending + chunk).split(b"\n")
             pending = pending[-4096:]
             for line in lines:
-                _apply(kernels, line.decode(errors="replace"))
+                _apply(kernels, cgroups, line.decode(errors="replace"))
         if os.getppid() != host_pid:  # another process holding or flooding the pipe does not hide it
             break
     for pid, (pgid, started, folder) in kernels.items():
@@ -170,6 +187,28 @@ def serve(host_pid: int, processes, fd: int = 0, interval: float = 0.5) -> None:
             except OSError:
                 pass
             _remove(folder)  # and again, for what was written there while it died
+    _remove_cgroups(cgroups)
+
+
+def _remove_cgroups(folders: set[str], wait: float = CGROUPS_WAIT) -> None:
+    """Each host cgroup folder with the kernels' groups in it, once the killed kernels have left them."""
+    folders = {folder for folder in folders if os.path.basename(folder).startswith(CGROUPS_PREFIX)}
+    deadline = time.monotonic() + wait
+    while folders:
+        for folder in list(folders):
+            try:
+                for name in os.listdir(folder):
+                    if os.path.isdir(os.path.join(folder, name)):
+                        os.rmdir(os.path.join(folder, name))
+                os.rmdir(folder)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                continue
+            folders.discard(folder)
+        if not folders or time.monotonic() >= deadline:
+            return
+        time.sleep(0.05)
 
 
 def _remove(folder: str) -> None:
@@ -181,7 +220,10 @@ def _remove(folder: str) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _apply(kernels: dict[int, tuple[int, int, str]], line: str) -> None:
+def _apply(kernels: dict[int, tuple[int, int, str]], cgroups: set[str], line: str) -> None:
+    if line.startswith("c/"):
+        cgroups.add(line[1:])
+        return
     words = line.split(" ", 3)
     try:
         if len(words) >= 3 and words[0].startswith("+"):

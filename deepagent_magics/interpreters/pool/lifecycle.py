@@ -38,6 +38,7 @@ class Kernel(Protocol):
     dir: str
     killed: bool
     manager: Any
+    limits: Any  # a kernel_limits.KernelLimits (its cgroup), or None
 
 
 HOST_DIR_PREFIX = keeper.KERNEL_DIRS_PREFIX
@@ -152,6 +153,8 @@ def at_exit() -> None:
         except Exception:
             pass
         shutil.rmtree(kernel.dir, ignore_errors=True)
+        if getattr(kernel, "limits", None) is not None:
+            kernel.limits.close()
     if _host_dirs.get(os.getpid()):
         shutil.rmtree(_host_dirs[os.getpid()], ignore_errors=True)
 

@@ -233,8 +233,8 @@ class KernelPool:
         return f"<KernelPool {self.kernel_name or HOST_KERNEL}: {state}>"
 
     def _new_kernel(self, workspace: str | None = None) -> Kernel:
-        if self.gateway is not None:
-            return self.gateway.kernel(self.kernel_name)
+        if self.gateway is not None:  # the limits that a kernel sets on itself hold there too
+            return self.gateway.kernel(self.kernel_name, self.sandbox.limits if self.sandbox is not None else None)
         return Kernel(self.kernel_name, sandbox=self.sandbox, workspace=workspace or self.workspace)
 
     # ------------------------------------------------------------ filling

@@ -32,6 +32,7 @@ from ...core.loop.tool_binding import run_coroutine
 from .. import kernel_side
 from ..kernel_side import RUNTIME_NAME
 from . import launcher, lifecycle, sandbox, seccomp
+from .kernel_limits import KernelLimits
 from .sandbox import SandboxPolicy
 
 log = logging.getLogger(__name__)
@@ -95,6 +96,8 @@ class Kernel:
     ``asyncio.run``, and the client is only used for its (synchronous) sockets.
     """
 
+    limits: KernelLimits | None = None  # what it may consume: set with a sandbox policy (`_confine`)
+
     def __init__(self, kernel_name: str | None = None, sandbox: SandboxPolicy | None = SandboxPolicy(),
                  workspace: str | None = None):
         self.kernel_name = kernel_name or HOST_KERNEL
@@ -157,6 +160,8 @@ class Kernel:
             self._wait_ready(timeout)
             if self.isolation["sandbox"] == "bubblewrap":
                 self.signal_group = _inner_pid(self.pid)
+            if self.limits is not None:
+                self.limits.started(self.pid, self.signal_group)
             self.run_setup(_INSTALL.format(sources=_sources(), host_pid=os.getpid(),
                                            lifeline_fd=lifecycle.lifeline(), kernel_dir=self.dir), timeout)
             self._preinstall_dspy_shim(timeout)
@@ -173,18 +178,21 @@ class Kernel:
         Where bubblewrap cannot run, the kernel is marked not sandboxed, or refused if that is required."""
         if self.sandbox is None:
             return None
+        limits = self.limits = KernelLimits(self.sandbox.limits, os.path.basename(self.dir))
         reason = self.sandbox.status()
         if reason is not None:
             if self.sandbox.required:
                 raise KernelStartError(sandbox.refusal(reason))
             self.isolation = {"sandbox": "none", "reason": reason}
+            self._specs.wrap = limits.command  # not sandboxed, still limited
             return None
         self.workspace = self.workspace or os.path.realpath(cwd or os.getcwd())
         os.makedirs(os.path.join(self.workspace, ".deepagent"), exist_ok=True)  # exists, so bound read-only
-        network = self.sandbox.network
+        network, size = self.sandbox.network, limits.tmpfs_size()
         self._seccomp_fd = seccomp_fd = seccomp.open_program() if sandbox.hardening(network).seccomp else None
-        self._specs.wrap = lambda argv: sandbox.wrap(argv, workspace=self.workspace, kernel_dir=self.dir,
-                                                     network=network, seccomp_fd=seccomp_fd)
+        self._specs.wrap = lambda argv: limits.command(argv, lambda inner: sandbox.wrap(
+            inner, workspace=self.workspace, kernel_dir=self.dir, network=network, seccomp_fd=seccomp_fd,
+            tmpfs_size=size))
         self.isolation = self.sandbox.isolation()
         return sandbox.environment(dict(os.environ))
 
@@ -279,6 +287,8 @@ class Kernel:
             first, self.killed = not self.killed, True
         if first:
             lifecycle.kill_kernel(self.pgid, self.pid)
+            if self.limits is not None:
+                self.limits.kill()  # all of its cgroup, whatever left the tree
         process = getattr(self.manager.provisioner, "process", None)
         if process is not None:
             try:
@@ -302,6 +312,8 @@ class Kernel:
         except Exception:
             log.debug("cleaning up kernel %s failed", self.pid, exc_info=True)
         shutil.rmtree(self.dir, ignore_errors=True)
+        if self.limits is not None:
+            self.limits.close()
         lifecycle.unregister(self)
 
     def log_tail(self, lines: int = 15) -> str:

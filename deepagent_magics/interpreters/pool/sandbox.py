@@ -44,6 +44,7 @@ from typing import Any, Iterable
 from ...core.run.secrets import is_secret_name
 from . import host_folders
 from .hardening import Hardening, probe as probe_hardening
+from .limits import ResourceLimits
 
 BWRAP = "bwrap"  # the program; tests point it elsewhere to play a machine without it
 # Under the home, hidden even when the workspace contains the home (the workspace is bound over it).
@@ -76,10 +77,12 @@ class SandboxPolicy:
             MCP servers run on the host over the kernel's own channel, so its code needs none; off, it
             can neither send the workspace anywhere nor reach services on 127.0.0.1).
         required: refuse to start a kernel when ``bwrap`` cannot run here, instead of running unsandboxed.
+        limits: what each kernel may consume (`limits.ResourceLimits`), held with or without the sandbox.
     """
 
     network: bool = False
     required: bool = False
+    limits: ResourceLimits = ResourceLimits()
 
     def status(self) -> str | None:
         """None when kernels can be sandboxed here; else why not, in a few words."""
@@ -156,9 +159,11 @@ def environment(environ: dict[str, str]) -> dict[str, str]:
 
 
 def wrap(argv: list[str], *, workspace: str, kernel_dir: str, network: bool = False,
-         home: str | None = None, runtime: Iterable[str] = (), seccomp_fd: int | None = None) -> list[str]:
+         home: str | None = None, runtime: Iterable[str] = (), seccomp_fd: int | None = None,
+         tmpfs_size: int | None = None) -> list[str]:
     """``argv`` run inside ``bwrap``: see the module's docstring for what the kernel sees (``seccomp_fd``:
-    the filter, from `seccomp.open_program`, passed to bwrap by the caller)."""
+    the filter, from `seccomp.open_program`, passed to bwrap by the caller); each folder in memory (a
+    tmpfs) holds at most ``tmpfs_size`` bytes (`kernel_limits`: the disk limit)."""
     workspace, kernel_dir = os.path.realpath(workspace), os.path.realpath(kernel_dir)
     home = os.path.realpath(home or os.path.expanduser("~"))
     hidden = [path for path in {"/tmp", "/run", home, *_host_folders()} if _covers_nothing_needed(path)]
@@ -197,7 +202,7 @@ def wrap(argv: list[str], *, workspace: str, kernel_dir: str, network: bool = Fa
             mounts.append((resolv, 1, ["--ro-bind-try", resolv, resolv]))
     command = [shutil.which(BWRAP) or BWRAP, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for _, _, arguments in sorted(mounts, key=lambda mount: (_depth(mount[0]), mount[1])):
-        command += arguments
+        command += ["--size", str(tmpfs_size), *arguments] if tmpfs_size and arguments[0] == "--tmpfs" else arguments
     command += _namespaces(network) + hardening(network).arguments(seccomp_fd)
     command += ["--setenv", "HOME", home, "--setenv", "TMPDIR", "/tmp", "--chdir", workspace, "--"]
     return command + list(argv)

@@ -19,6 +19,7 @@ from typing import Any
 from ...core.policy.approval import waited
 from ...core.run.run import Run
 from ...interpreters.kernel import KernelInterpreter
+from ...interpreters.pool.limits import LimitExceeded
 from .tree import Outcome, Spec
 
 STOP_GRACE = 0.5  # after a child is stopped, before its parent stops waiting for its thread
@@ -142,6 +143,8 @@ class Child:
             return Outcome(True, "" if run.result is None else str(run.result), run.result)
         if run.status == "interrupted":
             return Outcome(False, "Error: the sub-agent was interrupted.")
+        if isinstance(getattr(run, "exception", None), LimitExceeded):  # one of its kernel's limits (pool/limits.py)
+            return Outcome(False, f"Error: {run.exception}; its files in the workspace are kept.")
         if run.status in ("budget_exhausted", "stopped"):  # the tree's spend cap, the user's stop (core.loop.ending)
             return Outcome(False, f"Error: the sub-agent ended {run.status}: {run.error}; its files in the workspace are kept.")
         return Outcome(False, f"Error: the sub-agent failed: {run.error}")

@@ -23,6 +23,8 @@ from deepagent_magics import DeepAgent
 from deepagent_magics.interpreters.kernel import KernelInterpreter
 from deepagent_magics.interpreters.pool import KernelPool
 from deepagent_magics.interpreters.pool.gateway import Gateway, GatewayError, GatewayKernel
+from deepagent_magics.interpreters.pool.limits import LimitExceeded, ResourceLimits
+from deepagent_magics.interpreters.pool.sandbox import SandboxPolicy
 from deepagent_magics.testing import ScriptedLM
 from tests.servers import free_port, serving
 
@@ -135,6 +137,28 @@ def test_delegation_batched_and_nested_runs_through_the_gateway_with_tools_on_th
     assert parts[2] == f"nest<leaf parent {gateway_server['process'].pid}>"  # the leaf's kernel: the gateway's
     assert (tmp_path / "a.txt").read_text() == "written by A"  # the file tool ran on the host
     assert len(run.children) == 3 and all(child.status == "finished" for child in run.children)
+
+
+def test_a_gateway_kernel_sets_the_limits_it_can_on_itself_and_a_hit_is_one_line(gateway):
+    """The rlimits a process may set on itself hold in a gateway's kernel too; processes, the tree's memory
+    and the disk are the gateway's to limit, and the record says so."""
+    limits = ResourceLimits(open_files=128, file_size=8, cpu_time=900, memory=1024)
+    pool = KernelPool(0, gateway=gateway, sandbox=SandboxPolicy(limits=limits))
+    interpreter = KernelInterpreter(pool=pool, timeout=30)
+    try:
+        held = json.loads(interpreter.execute(
+            "import json, resource as r\nprint(json.dumps([r.getrlimit(getattr(r, 'RLIMIT_' + n))[0] for n in "
+            "('NOFILE', 'FSIZE', 'CPU', 'DATA', 'CORE')]))"))
+        assert held == [128, 8 << 20, 900, 1024 << 20, 0]
+        assert interpreter.kernel.limits.record["processes"]["by"] == "not held"
+        assert interpreter.kernel.limits.record["disk"]["by"] == "not held"
+        with pytest.raises(LimitExceeded) as raised:
+            interpreter.execute("import os\nkept = [open(os.devnull) for _ in range(1000)]")
+        assert str(raised.value) == ("the sub-agent was stopped: it tried to have more than 128 files open at once "
+                                     "(limit --subagent-open-files, held by rlimit)")
+    finally:
+        interpreter.shutdown()
+        pool.stop()
 
 
 def test_a_remote_sub_agent_is_told_its_disk_is_not_the_workspace_and_uses_the_file_tools(gateway, tmp_path):
