@@ -39,7 +39,7 @@ def test_the_cell_and_config_flags_are_the_tables_and_nothing_else_declares_a_se
         assert config[setting.flag].dest == setting.name and config[setting.flag].default is None, setting.name
     # What is not a table setting is a per-cell option (or --reset), never a setting declared by hand.
     assert set(cell) - {cell_flag(s) for s in at(CELL)} == {"--out", "--no-interpolate", "-c",
-                                                             "--continue", "--new", "--run-id"}
+                                                             "--continue", "--new", "--run-id", "--door"}
     assert set(config) - {s.flag for s in at(CONFIG)} == {"--reset"}
 
 

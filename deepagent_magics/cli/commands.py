@@ -91,7 +91,7 @@ def _run(args: argparse.Namespace, task: str, lm: Any, sub_lm: Any, namespace: d
     pool = _pool(args) if args.max_depth > 0 else None
     try:
         settings = agent_keywords({s.name: getattr(args, s.name) for s in at(CLI)})  # as the table says
-        agent = DeepAgent(**{**settings, "lm": lm, "sub_lm": sub_lm, "workspace": workspace, "pool": pool})
+        agent = DeepAgent(**{**settings, "lm": lm, "sub_lm": sub_lm, "workspace": workspace, "pool": pool, "door": "cli"})
         loaded = [f"{name}={path.resolve()}" for name, path in map(parse_load, args.load)]  # for an export's check
         run = Run(task, profile=agent.profile, config={"approve": args.approve, "front_door": "cli", "loaded": loaded})
         progress = None if args.quiet else TextProgress(run, stream=sys.stderr)

@@ -30,6 +30,7 @@ from typing import Any, Callable
 from dspy.primitives.code_interpreter import CodeExecutionError, CodeInterpreterError, FinalOutput
 from dspy.utils.callback import with_callbacks
 
+from ..core.loop import doors
 from ..core.loop.agent import DEFAULT_TIMEOUT
 from ..core.loop.tool_binding import accept_positional, awaiting, binder, copy_metadata
 from ..core.policy import spend
@@ -61,13 +62,6 @@ _monotonic = time.monotonic  # agent code may replace time.monotonic; tool time 
 TIMEOUT_ECHO = 2_000  # characters of what timed-out code printed, kept in its error
 _FACADE_TOKEN = "__dspy_host_token"
 
-EXECUTION_INSTRUCTIONS = (
-    "Code runs in the user's live Jupyter kernel: the variables listed with the task are defined; use them by "
-    "name, never load or rebuild them. What you define stays in their notebook. Name results clearly; keep "
-    "throwaway work in functions or `{scratch}`-prefixed variables (removed at the end). Never rebind or delete a "
-    "user's variable (make `sales_clean`, not `sales = ...`). The last line's value is echoed. A step may run "
-    "{timeout:g} s."
-)
 
 
 class ShellInterpreter(StepInterpreter):
@@ -370,20 +364,21 @@ class ShellInterpreterFactory:
     """Makes the `ShellInterpreter` for one run; RLM reads ``execution_instructions`` for the prompt."""
 
     def __init__(self, namespace: dict[str, Any] | None = None, session: Session | None = None,
-                 timeout: float | None = DEFAULT_TIMEOUT, shell: Any = None, undo_limit: int = DEFAULT_UNDO_LIMIT):
+                 timeout: float | None = DEFAULT_TIMEOUT, shell: Any = None, undo_limit: int = DEFAULT_UNDO_LIMIT,
+                 door: str = "python"):
         self.undo_limit = undo_limit
         self.namespace = namespace
         self.session = session
         self.timeout = timeout
         self.shell = shell
-        self.execution_instructions = EXECUTION_INSTRUCTIONS.format(timeout=timeout or float("inf"),
-                                                                    scratch=scratch_prefix(namespace))
+        self.execution_instructions = doors.door(door).repl_rules(timeout or float("inf"), scratch_prefix(namespace))
 
     @classmethod
     def for_agent(cls, agent: Any, session: Session | None = None, namespace: dict[str, Any] | None = None,
                   shell: Any = None) -> "ShellInterpreterFactory":
         """The root agent's interpreter (registered with `core.loop.extensions`)."""
-        return cls(namespace, session, agent.timeout, shell, getattr(agent, "undo_limit", DEFAULT_UNDO_LIMIT))
+        return cls(namespace, session, agent.timeout, shell, getattr(agent, "undo_limit", DEFAULT_UNDO_LIMIT),
+                   getattr(agent, "door", "python"))
 
     def __call__(self) -> ShellInterpreter:
         session = self.session

@@ -69,8 +69,9 @@ def _last_thread(magics: Any, workspace: str) -> Any:
         return None
 
 
-def recent_cells(shell: Any, count: int, current: str = "") -> str:
-    """The user's last ``count`` input cells (not agent cells), bounded and scrubbed; '' when none."""
+def recent_cells(shell: Any, count: int, current: str = "", in_a_notebook: bool = True) -> str:
+    """The user's last ``count`` input cells (not agent cells), bounded and scrubbed; '' when none.
+    ``in_a_notebook``: False for the run API's kernel, whose cells may come from no notebook."""
     if count <= 0 or shell is None or getattr(shell, "history_manager", None) is None:
         return ""
     history = list(shell.history_manager.input_hist_raw)
@@ -85,7 +86,8 @@ def recent_cells(shell: Any, count: int, current: str = "") -> str:
     if not picked:
         return ""
     redact = Redactor(secret_values())
-    lines = ["The user's recent notebook cells (oldest first; how their variables were made):"]
+    lines = ["The user's recent notebook cells (oldest first; how their variables were made):" if in_a_notebook
+             else "The kernel's recent cells (oldest first; how its variables were made):"]
     for number, source in reversed(picked):
         source = redact.text(scrub_assignments(source))
         if len(source) > CELL_CHARS:

@@ -69,6 +69,8 @@ class DeepAgentMagics(SettingTraits):
               help="continue the last conversation, or RUN's")
     @argument("--new", action="store_true", help="start a new conversation (when continuing is the default)")
     @argument("--run-id", dest="run_id", help="id for this run (the run API chooses it before the run starts)")
+    @argument("--door", choices=("notebook", "api"), default="notebook",
+              help="where the cell came from: a notebook, or the run API (what the agent is told of its kernel)")
     @cell_magic
     def deepagent(self, line: str, cell: str) -> None:
         """Hand the cell's text to a deep agent whose REPL is this notebook."""
@@ -88,7 +90,8 @@ class DeepAgentMagics(SettingTraits):
             print(said)
         quiet = args.quiet or self.quiet
         thread = followup.choose_thread(self, args, str(agent.workspace))
-        cells = followup.recent_cells(self.shell, self.cells if args.cells is None else args.cells, cell)
+        cells = followup.recent_cells(self.shell, self.cells if args.cells is None else args.cells, cell,
+                                      in_a_notebook=args.door == "notebook")
 
         run = Run(task, profile=agent.profile, run_id=args.run_id)
         if args.out:
@@ -160,6 +163,7 @@ class DeepAgentMagics(SettingTraits):
                 "subagents": agents.type_list(self, namespace),
                 "extensions": agents.notebook_capabilities(settings["extensions"], namespace) or None,
                 "approve": resolve_policy(settings["approve"], namespace),
+                "door": getattr(args, "door", None) or "notebook",
             })
             return programs.apply(agent)  # the profile's tuned program, if one is active
 

@@ -83,7 +83,7 @@ def build_server(root: str | os.PathLike = ".", lm: Any = None, lm_factory: Call
     def run_sync(task: str, workspace: Path, max_iters: int, model: str | None) -> dict[str, Any]:
         chosen = model or (lm_factory() if lm_factory is not None else lm)
         try:
-            agent = DeepAgent(lm=chosen, workspace=workspace, max_iters=max_iters, **agent_settings)
+            agent = DeepAgent(lm=chosen, workspace=workspace, max_iters=max_iters, **{"door": "mcp", **agent_settings})
             run = agent.run(task, {})  # (the SDK's stdio server keeps stray prints off the protocol's stdout)
         except NoLMError as exc:
             raise ToolError(f"no LM: {exc}; start the server with --lm or pass lm=") from None

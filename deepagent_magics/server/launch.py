@@ -4,7 +4,7 @@
 from the server's kernel manager), chooses the run's id, and executes in that kernel::
 
     %load_ext deepagent_magics
-    %%deepagent --run-id ID --workspace W --no-interpolate --display text [--lm ...]
+    %%deepagent --run-id ID --workspace W --no-interpolate --display text --door api [--lm ...]
     <task>
 
 so the run is the same as one typed in a notebook: its REPL is that kernel's namespace,
@@ -76,7 +76,7 @@ def new_run_id() -> str:
 
 def cell_code(run_id: str, task: str, workspace: Path, body: dict[str, Any]) -> str:
     """The code that runs the ``%%deepagent`` cell in the kernel."""
-    flags = ["--run-id", run_id, "--workspace", str(workspace), "--no-interpolate", "--display", "text"]
+    flags = ["--run-id", run_id, "--workspace", str(workspace), "--no-interpolate", "--display", "text", "--door", "api"]
     for name, setting in FLAGS.items():
         value = body.get(name)
         if setting.kind is bool:  # the cell's switch: --quiet, or --no-stream for one on by default

@@ -111,7 +111,7 @@ def test_rlm_shows_the_variables_build_variables_returns_formatted_as_the_action
     lm = ScriptedLM([("Done.", "SUBMIT(result='ok')")])
     DeepAgent(lm=lm, workspace=workspace, max_depth=0).run("TASK-TEXT", {"x": 1})
     user = lm.requests[0]["user"]
-    assert user.startswith("[[ ## variables_info ## ]]\nTask (`task`):\nTASK-TEXT\n\nNotebook variables")
+    assert user.startswith("[[ ## variables_info ## ]]\nTask (`task`):\nTASK-TEXT\n\nVariables (already")
     assert "«" not in user and "Variable: `" not in user  # neither DSPy's list blobs nor RLM's previews
 
 

@@ -26,7 +26,7 @@ from .ending import Stalled, end_early
 from ..model.failures import made_up, reason
 from ..model.lm import lm_label, resolve_lm
 from ..model.price_list import bundled_price_list
-from . import inputs_view, instructions as action_instructions
+from . import doors, inputs_view, instructions as action_instructions
 from .rlm_seam import AgentRLM
 from .value_kinds import imports_of
 from .variables import BUDGET as VARIABLES_CHARS, variables_view
@@ -119,6 +119,7 @@ class DeepAgent(dspy.Module):
         self.extensions = _extensions.given(extensions)
         for name, value in agent_settings(settings).items():  # every setting of the table: given, else its default
             setattr(self, name, value)
+        doors.door(self.door)  # one the prompt has words for, else one line
         self.subagents = check_types(subagents)
         caps = check_caps(max_cost=self.max_cost, max_tokens=self.max_tokens, max_time=self.max_time)
         self.max_cost, self.max_tokens, self.max_time = caps["max_cost"], caps["max_tokens"], caps["max_time"]

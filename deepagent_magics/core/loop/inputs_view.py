@@ -16,7 +16,7 @@ from typing import Any
 
 TASK_HEAD = "Task (`task`):"
 CONTEXT_HEAD = "Context (`context`):"
-VARIABLES_HEAD = "Notebook variables (already defined: use them by name):"
+VARIABLES_HEAD = "Variables (already defined: use them by name):"
 TASK_CHARS = 4000
 CONTEXT_CHARS = 4000  # the earlier turns of a conversation (core.run.conversations) fit whole
 

@@ -43,7 +43,8 @@ def frames() -> dict:
 def root_request(tmp_path: Path, **settings) -> str:
     lm = ScriptedLM([("Done.", "SUBMIT(result='ok')")])
     workspace = tmp_path / "workspace"
-    run = DeepAgent(lm=lm, workspace=workspace, skills_dir=str(tmp_path / "no-skills"), **settings).run(TASK, frames())
+    run = DeepAgent(lm=lm, workspace=workspace, skills_dir=str(tmp_path / "no-skills"), door="notebook",
+                    **settings).run(TASK, frames())  # the notebook's words (each door's: tests/end_to_end/test_doors.py)
     assert run.status == "finished", run.error
     request = lm.requests[0]
     return f"=== system\n{request['system']}\n=== user\n{request['user']}\n"
