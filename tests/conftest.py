@@ -107,8 +107,8 @@ def _fast_tests_start_no_process(monkeypatch):
 @pytest.fixture(scope="session")
 def local_model():
     """The bundled model served once for the whole session (``--lm local``), shared by every test that
-    drives it. Its joined file is kept in the system's temporary folder between sessions (verified by
-    its stamp each time: core/model/local_weights.py). The ``local`` extra is part of ``make test``;
+    drives it. Its joined file is kept in the system's temporary folder between sessions (hashed again
+    once per session: core/model/local_weights.py). The ``local`` extra is part of ``make test``;
     without it these tests fail saying so (``DEEPAGENT_SKIP_REALMODEL=1`` makes that a named skip)."""
     from pathlib import Path
 

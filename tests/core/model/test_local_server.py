@@ -64,7 +64,7 @@ def test_the_model_is_joined_once_and_a_second_start_does_not_hash_it_again(tmp_
     seen = hashes(monkeypatch)
     monkeypatch.setattr(local_weights, "part_files", lambda: pytest.fail("joined again"))
     assert local_weights.bundled_model(cache) == model
-    assert seen == []  # the stamp (size, mtime, hash) stood for the hash
+    assert seen == []  # this process hashed that very file (same inode, size, mtime and ctime) already
 
 
 @pytest.mark.parametrize("damage", ["truncated", "same size, one byte changed"])
@@ -73,14 +73,14 @@ def test_a_damaged_model_file_is_joined_again(tmp_path, small_parts, damage):
     model = local_weights.bundled_model(tmp_path)
     if damage == "truncated":
         model.write_bytes(joined[:-100])
-    else:  # its stamp no longer matches the file's mtime: it is hashed, found wrong, joined again
+    else:  # its identity (mtime, ctime) is no longer the one hashed: it is hashed, found wrong, joined again
         with open(model, "r+b") as handle:
             handle.seek(2000)
             handle.write(b"X")
     assert local_weights.bundled_model(tmp_path).read_bytes() == joined
 
 
-def test_a_file_of_the_right_size_without_a_stamp_is_hashed_before_it_is_trusted(tmp_path, small_parts, monkeypatch):
+def test_a_file_of_the_right_size_this_process_did_not_hash_is_hashed_before_it_is_trusted(tmp_path, small_parts, monkeypatch):
     _, joined = small_parts
     model = tmp_path / local_weights.FILENAME
     model.write_bytes(b"x" * len(joined))  # the right size, not the model
