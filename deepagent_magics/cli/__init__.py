@@ -19,7 +19,8 @@ MESSAGE_CHARS = 300  # of an error line
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; returns the exit status (0: done; 1: the run did not finish; 2: bad input)."""
+    """Run one command; returns the exit status (0: done; 1: the run did not finish; 2: bad input; 3: the run
+    finished with an answer the agent did not submit, taken from its output)."""
     from . import commands
 
     try:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..core.loop.agent import DeepAgent
+from ..core.loop.ending import not_submitted
 from ..core.model.lm_options import parse_lm_options
 from ..core.model.lm import NoLMError, resolve_lm
 from ..core.loop.profiles import available_profiles
@@ -30,6 +31,8 @@ from ..settings import CLI, SETTINGS, agent_keywords, at, for_kernels
 from .inputs import load_variables, parse_load
 from .models import default_model, model_from_spec
 from .parser import UsageProblem
+
+EXTRACTED = 3  # the exit status of a run that finished with an answer the agent did not submit (docs/cli.md)
 
 
 def run_task(args: argparse.Namespace) -> int:
@@ -155,7 +158,8 @@ def _report(run: Run, workspace: Path, as_json: bool) -> int:
         try:
             record = find_record(run.id, [workspace])  # the record on disk: scrubbed of secrets
         except (KeyError, ValueError):
-            record = {"id": run.id, "status": run.status, "error": run.error, "result": run.result}
+            record = {"id": run.id, "status": run.status, "error": run.error, "result": run.result,
+                      "extracted": run.extracted}
         record.pop("_path", None)
         print(json.dumps(record, indent=2, default=str))
     elif run.status == "finished":
@@ -164,6 +168,9 @@ def _report(run: Run, workspace: Path, as_json: bool) -> int:
     if run.status != "finished":
         print(plain(f"deepagent: run {run.id} {summary(run)}"), file=sys.stderr)
         return 1
+    if run.extracted:  # core/loop/ending.py: the answer is not the agent's SUBMIT
+        print(plain(f"deepagent: run {run.id} {not_submitted(run.extracted)}"), file=sys.stderr)
+        return EXTRACTED
     return 0
 
 

@@ -55,7 +55,7 @@ from .markup import (
     todos_html,
     tree_html,
 )
-from ..safe_text import markdown_bundle
+from .result import result_bundle
 from .retries import line_html, note_html, retry_line, waiting_area
 from .streaming import query_html, writing_panel
 
@@ -379,7 +379,7 @@ class Dashboard:
         if run.status == "finished" and not self.result_inside:
             return
         if run.status == "finished":
-            data = markdown_bundle(run.result)  # sanitised HTML, never trusted Markdown (safe_text.py)
+            data = result_bundle(run.result, run.extracted)  # sanitised HTML (safe_text.py), marked if extracted
         else:
             text = {"interrupted": "Interrupted: the trajectory so far is kept.",
                     "failed": f"The agent failed: {run.error}",

@@ -10,6 +10,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
+from ..core.loop.ending import not_submitted
 from ..core.run.run import Run
 from ..core.policy.spend import budget_of
 
@@ -165,8 +166,8 @@ def status_line(run: Run, writing: float | None = None) -> str:
         parts.append(f'<span class="dag-spend">caps: {esc(budget.describe())}</span>')
     if run.error and run.status != "finished":
         parts.append(f'<span class="dag-error">{esc(head_line(run.error, 160))}</span>')
-    if run.status == "finished" and run.config.get("stalled"):  # core.loop.ending: the answer was extracted
-        parts.append(f'<span class="dag-error">stalled: {esc(head_line(run.config["stalled"], 160))}</span>')
+    if run.status == "finished" and run.extracted:  # core.loop.ending: not the agent's SUBMIT
+        parts.append(f'<span class="dag-error">{esc(head_line(not_submitted(run.extracted), 200))}</span>')
     reason = not_sandboxed(run)
     if reason is not None:
         parts.append(f'<span class="dag-error" title="{esc(reason)}">not sandboxed</span>')

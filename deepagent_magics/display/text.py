@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from ..core.loop.ending import not_submitted
 from ..core.loop.attempts import REPLY_RETRY
 from ..core.model.compaction import COMPACTION
 from ..core.policy.spend import budget_of
@@ -118,8 +119,8 @@ def summary(run: Run) -> str:
     if budget is not None and budget.capped:
         parts.append(f"caps: {budget.describe()}")
     head = f"{run.status}" + (f" ({run.error})" if run.error and run.status != "finished" else "")
-    if run.status == "finished" and run.config.get("stalled"):  # core.loop.ending: the answer was extracted
-        head += f" (stalled: {run.config['stalled']})"
+    if run.status == "finished" and run.extracted:  # core.loop.ending: not the agent's SUBMIT
+        head += f" ({not_submitted(run.extracted)})"
     return f"{head}: " + ", ".join(parts)
 
 

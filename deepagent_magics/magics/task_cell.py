@@ -136,7 +136,7 @@ class DeepAgentMagics(SettingTraits):
             print(f"deepagent: restored your variables {names}; the agent's values are in _deepagent_run.reverted")
         changes.summarize(run)
         if run.result is not None and not getattr(view, "shows_result", False) and run.status != "stopped":
-            show_result(run.result)
+            show_result(run.result, run.extracted)
 
     def build_agent(self, args: Any) -> DeepAgent:
         """A `DeepAgent` from the cell's flags over the configured defaults; a bad value is a UsageError."""

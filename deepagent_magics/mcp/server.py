@@ -26,6 +26,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from ..core.loop.ending import not_submitted
 from ..core.loop.agent import DeepAgent
 from ..core.model.lm import NoLMError
 from ..records import list_records, runs_dir
@@ -64,7 +65,7 @@ class Workspaces:
 
 
 def summary(record: dict[str, Any]) -> dict[str, Any]:
-    keys = ("id", "task", "status", "result", "error", "started_at", "ended_at", "elapsed", "usage_total")
+    keys = ("id", "task", "status", "result", "extracted", "error", "started_at", "ended_at", "elapsed", "usage_total")
     out = {key: record.get(key) for key in keys}
     out["steps"] = len(record.get("steps") or [])
     out["files"] = sorted((record.get("files") or {}).keys())
@@ -90,9 +91,12 @@ def build_server(root: str | os.PathLike = ".", lm: Any = None, lm_factory: Call
         except KeyboardInterrupt:
             raise ToolError("the run was interrupted") from None
         record = runs_dir(workspace) / f"{run.id}.json"
-        return {"id": run.id, "status": run.status, "result": run.result if isinstance(run.result, (str, type(None)))
-                else repr(run.result), "error": run.error, "steps": len(run.steps),
-                "files": list(run.files_written), "workspace": str(workspace), "record": str(record)}
+        result = run.result if isinstance(run.result, (str, type(None))) else repr(run.result)
+        if run.extracted:  # core/loop/ending.py: the caller reads it with the answer, not only in a field
+            result = f"[{not_submitted(run.extracted)}]\n\n{result or ''}"
+        return {"id": run.id, "status": run.status, "result": result, "extracted": run.extracted,
+                "error": run.error, "steps": len(run.steps), "files": list(run.files_written),
+                "workspace": str(workspace), "record": str(record)}
 
     async def run_task(task: str, workspace: str = ".", max_iters: int = min(DEFAULT_ITERS, most),
                        lm: str | None = None) -> dict[str, Any]:

@@ -53,7 +53,7 @@ def _replay_into(run: Run, record: dict[str, Any], files: dict[str, int]) -> Non
     ended = record.get("ended_at") or record.get("updated_at")
     if started and ended:  # so that what is shown at run_finished has the recorded duration
         run.started_at = time.time() - (ended - started)
-    run.finish(status, result=record.get("result"), error=error)
+    run.finish(status, result=record.get("result"), error=error, extracted=record.get("extracted"))
     run.started_at, run.ended_at = started or run.started_at, ended or run.ended_at
 
 

@@ -26,7 +26,7 @@ def normalize(raw: Any, depth: int = 0) -> dict[str, Any]:
     for name in ("task", "status", "profile"):
         record[name] = _text(raw.get(name, "" if name == "task" else None)) or (
             "" if name == "task" else "unknown" if name == "status" else "default")
-    for name in ("error", "prompt_hash", "format"):
+    for name in ("error", "prompt_hash", "format", "extracted"):
         record[name] = _text(raw[name]) if raw.get(name) is not None else None
     for name in ("started_at", "ended_at", "updated_at"):
         record[name] = _time(raw.get(name))

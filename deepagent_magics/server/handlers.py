@@ -95,7 +95,7 @@ class RunsAPIHandler(APIHandler):
 
 def summary(record: dict[str, Any]) -> dict[str, Any]:
     keys = ("id", "task", "status", "error", "started_at", "ended_at", "elapsed", "workspace", "kernel_id",
-            "usage_total", "result", "created_at")
+            "usage_total", "result", "extracted", "created_at")
     out = {key: record[key] for key in keys if key in record}
     out["steps"] = len(record.get("steps") or [])
     return out

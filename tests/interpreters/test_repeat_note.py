@@ -87,8 +87,9 @@ def test_the_summary_and_the_dashboards_status_say_the_run_stalled(tmp_path):
 
     lm = ScriptedLM([SAME] * 10, replies="391")
     run = DeepAgent(lm=lm, workspace=tmp_path, max_depth=0, max_iters=10).run("Compute 17 * 23.", {})
-    assert summary(run).startswith("finished (stalled: the agent ran the same code")
-    assert "stalled: the agent ran the same code" in status_line(run)
+    assert summary(run).startswith("finished (not submitted by the agent: its answer was taken from its output "
+                                   "(the agent stalled: the agent ran the same code")
+    assert "the agent stalled: the agent ran the same code" in status_line(run)
 
 
 def test_a_stall_of_nothing_but_errors_fails_without_asking_for_a_made_up_answer(tmp_path):

@@ -23,7 +23,7 @@ from . import extensions as _extensions
 from ..model import step_streaming as streaming
 from ..run import conversations as threads
 from .ending import Stalled, end_early
-from ..model.failures import made_up, reason
+from ..model.failures import made_up, reason, steps_ran_out
 from ..model.lm import lm_label, resolve_lm
 from ..model.price_list import bundled_price_list
 from . import doors, inputs_view, instructions as action_instructions
@@ -326,7 +326,7 @@ class DeepAgent(dspy.Module):
             run.exception = RuntimeError(problem)
             run.finish("failed", error=problem)
             return run
-        run.finish("finished", result=getattr(prediction, OUTPUT_FIELD, None))
+        run.finish("finished", result=getattr(prediction, OUTPUT_FIELD, None), extracted=steps_ran_out(prediction))
         return run
 
     def _factory(self, session: Session, namespace: dict[str, Any], shell: Any, root: Path) -> Callable[[], Any]:

@@ -18,6 +18,10 @@ button at a step boundary, ``q`` at an approval question), `DeepAgent` ends the 
   instead of after every remaining step. ``finished`` with that answer; ``failed`` when no step printed
   anything but errors (the answer would be made up) or none came; why is on ``run.config["stalled"]``.
 
+An answer taken by ``extract`` is not one the agent submitted: the run says why on ``run.extracted``
+(and RLM's own extract when the steps run out, `core.loop.agent`), and every door that shows the
+result says so (a model can print "FINAL ANSWER: ..." that the extract step then takes as the answer).
+
 Trajectory, variables and files are kept either way: the interpreter's own shutdown ran as the
 exception left the loop.
 """
@@ -37,6 +41,11 @@ STALL_STEPS = 3  # the same step this many times in a row: the agent is not goin
 
 class Stalled(DeepAgentError):
     """The agent wrote the same step `STALL_STEPS` times in a row; the run ends from what it has."""
+
+
+def not_submitted(extracted: str) -> str:
+    """The words every door shows beside an answer that was extracted (``run.extracted``: why)."""
+    return f"not submitted by the agent: its answer was taken from its output ({extracted})"
 
 
 def check_stall(session: Any) -> None:
@@ -88,7 +97,7 @@ def end_early(rlm: Any, session: Any, exc: BaseException, output_field: str) -> 
         return run
     run.prediction = prediction
     run.config["spend"] = {**run.config.get("spend", {}), "final_answer": "extract"}
-    run.finish("finished", result=answer)
+    run.finish("finished", result=answer, extracted=f"a spend cap was reached ({reason})")
     return run
 
 
@@ -109,5 +118,5 @@ def _end_stalled(rlm: Any, session: Any, exc: Stalled, output_field: str) -> Any
         return run
     run.prediction = prediction
     run.config["stalled"] += "; the answer was taken from its output"
-    run.finish("finished", result=answer)
+    run.finish("finished", result=answer, extracted=f"the agent stalled: {exc}")
     return run

@@ -59,6 +59,13 @@ def made_up(prediction: Any) -> str | None:
             f"output; its extracted answer would be made up (raise max_iters, or check the model's replies)")
 
 
+def steps_ran_out(prediction: Any) -> str | None:
+    """Why ``prediction``'s answer is RLM's extract after the last step, not the agent's SUBMIT (None when it is)."""
+    if getattr(prediction, "final_reasoning", None) != EXTRACTED:
+        return None
+    return f"the agent used all {len(getattr(prediction, 'trajectory', None) or [])} steps without SUBMIT"
+
+
 def produced_output(step: Any) -> bool:
     """Whether a step (a trajectory entry or a `Step`) printed something other than an error."""
     output = str((step.get("output") if isinstance(step, dict) else getattr(step, "output", "")) or "").strip()

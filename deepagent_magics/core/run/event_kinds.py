@@ -18,7 +18,7 @@ SUBAGENT_STARTED = "subagent_started"  # data: child (the child Run), step
 SUBAGENT_FINISHED = "subagent_finished"  # data: child, step
 LM_USAGE = "lm_usage"  # data: model, input_tokens, output_tokens, cost, cached_tokens
 STATUS = "status"  # data: status, error
-RUN_FINISHED = "run_finished"  # data: status, result, error
+RUN_FINISHED = "run_finished"  # data: status, result, error, extracted (why the answer was not submitted)
 
 # ------------------------------------------------------------ the user's controls (core.policy, core.loop.ending)
 APPROVAL = "approval"  # policy.approval; data: the decision's record (who, what, when)

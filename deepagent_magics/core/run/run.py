@@ -185,6 +185,7 @@ class Run:
         self.parent_step: int | None = None
         self.status = "pending"
         self.result: Any = None
+        self.extracted: str | None = None  # why the answer was taken from the run's output, not submitted
         self.error: str | None = None
         self.steps: list[Step] = []
         self.todos: list[dict[str, str]] = []
@@ -313,7 +314,9 @@ class Run:
     def child_finished(self, child: "Run") -> None:
         self.emit(SUBAGENT_FINISHED, child=child, step=child.parent_step)
 
-    def finish(self, status: str, result: Any = None, error: str | None = None) -> None:
+    def finish(self, status: str, result: Any = None, error: str | None = None,
+               extracted: str | None = None) -> None:
+        """End the run; ``extracted``: why ``result`` was not submitted but taken from the output (core/loop/ending.py)."""
         assert status in STATUSES, status
         with self._lock:
             if self.ended_at is not None:
@@ -323,9 +326,10 @@ class Run:
         self.status = status
         self.result = scrub(result) if isinstance(result, (str, dict, list)) else result
         self.error = error = scrub(error)
+        self.extracted = scrub(extracted) if status == "finished" and extracted else None
         result = self.result
         self.emit(STATUS, status=status, error=error)
-        self.emit(RUN_FINISHED, status=status, result=result, error=error)
+        self.emit(RUN_FINISHED, status=status, result=result, error=error, extracted=self.extracted)
 
     # ---------------------------------------------------------------- reading
     @property
@@ -355,6 +359,7 @@ class Run:
             "status": self.status,
             "result": self.result if isinstance(self.result, (str, int, float, bool, type(None))) else _shown(self.result),
             "error": self.error,
+            "extracted": self.extracted,
             "steps": self.trajectory,
             "todos": self.todos,
             "files_written": self.files_written,
