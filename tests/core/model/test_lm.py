@@ -39,7 +39,7 @@ def test_the_order_is_explicit_configured_dspy_then_the_environment(monkeypatch)
 
 
 def test_the_key_of_a_resolved_lm_is_a_secret_from_then_on():
-    lm = dspy.LM("openai/x", api_key="sk-resolved-key-0011223344")
+    lm = dspy.LM("openai/x", api_key="plain-resolved-key-0011223344")
     resolve_lm(lm)
-    assert "sk-resolved-key-0011223344" not in scrub("key=sk-resolved-key-0011223344")
+    assert "plain-resolved-key-0011223344" not in scrub("key=plain-resolved-key-0011223344")
     assert lm_label(lm) == "openai/x" and lm_label(object()) == "object"
