@@ -26,6 +26,7 @@ from typing import Any, Iterator
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
+from ..core.loop.ending import not_submitted
 from ..core.model.code_fences import runnable
 from ..safe_text import markdown_html
 from ..core.run.run import Usage
@@ -267,6 +268,8 @@ def _add_subagent(nb: nbformat.NotebookNode, child: dict[str, Any], level: int, 
 
 
 def _result(record: dict[str, Any]) -> str:
+    if record.get("status") == "finished" and record.get("extracted"):  # core/loop/ending.py: not its SUBMIT
+        return f"## Result\n\n**⚠ {not_submitted(record['extracted'])}**\n\n{record.get('result')}"
     if record.get("status") == "finished":
         return f"## Result\n\n{record.get('result')}"
     return f"## Result\n\nThe run ended **{record.get('status')}**: {record.get('error') or ''}"

@@ -26,6 +26,7 @@ from deepagent_magics.display.markup import status_line
 from deepagent_magics.display.result import result_bundle
 from deepagent_magics.display.text import summary
 from deepagent_magics.records import find_record
+from deepagent_magics.records.export import to_notebook
 from deepagent_magics.records.replay import replay
 from deepagent_magics.testing import ScriptedLM
 
@@ -61,6 +62,9 @@ def test_the_dashboard_and_the_text_say_so_live_and_from_the_record(tmp_path):
     again: list = []
     replay(find_record(run.id, [tmp_path]), on_run=again.append)  # %deepagent_trace of the record
     assert again[0].extracted == run.extracted and NOT_SUBMITTED in status_line(again[0])
+    exported = "\n".join(cell.source for cell in to_notebook(find_record(run.id, [tmp_path])).cells
+                          if cell.cell_type == "markdown")
+    assert NOT_SUBMITTED in exported and exported.index(NOT_SUBMITTED) < exported.rindex(CLAIM)
 
 
 def test_a_submitted_answer_is_not_marked(tmp_path):
