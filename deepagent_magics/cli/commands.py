@@ -24,7 +24,7 @@ from ..safe_text import plain
 from ..display.markup import not_sandboxed_line
 from ..display.text import TextProgress, summary
 from ..records.export import write_notebook
-from ..records.listing import NoSuchStep, format_step, runs_table
+from ..records.listing import NoSuchStep, format_step, runs_table, unsigned_note
 from ..records.replay import replay
 from ..records.store import find_record, list_records, runs_dir
 from ..settings import CLI, SETTINGS, agent_keywords, at, for_kernels
@@ -185,6 +185,8 @@ def list_runs(args: argparse.Namespace) -> int:
 
 def trace(args: argparse.Namespace) -> int:
     record = _record(args.run, args.workspace)
+    if note := unsigned_note(record):
+        print(plain(note), file=sys.stderr)
     if args.step is not None:
         try:
             print(plain(format_step(record, args.step)))

@@ -21,7 +21,7 @@ from ..core.run.secrets import scrub
 from ..display import show_record
 from ..safe_text import plain
 from ..records.export import write_notebook
-from ..records.listing import NoSuchStep, runs_table
+from ..records.listing import NoSuchStep, runs_table, unsigned_note
 from ..records.listing import format_step as _format_step
 from ..records.store import find_record, list_records, runs_dir
 from .inputs.flags import one_line, parse_flags
@@ -104,6 +104,8 @@ class InspectMagics(Magics):
         """Show a past run again (the dashboard, or text without widgets), or print one of its steps."""
         args = parse_flags(self.deepagent_trace, line)
         record = self.record(args.run, args.workspace)
+        if note := unsigned_note(record):
+            print(plain(note))
         if args.step is not None:
             print(plain(scrub(format_step(record, args.step))))
             return None

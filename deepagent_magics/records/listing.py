@@ -43,6 +43,15 @@ def runs_table(records: list[dict[str, Any]]) -> str:
                      for row in rows)
 
 
+def unsigned_note(record: dict[str, Any]) -> str | None:
+    """The line ``%deepagent_trace`` and ``deepagent trace`` print above a record this host did not sign as the
+    file it was read from (`store`); None for one it did (or a run of this session, not read from a file)."""
+    if record.get("_host_written") is not False:
+        return None
+    return (f"deepagent: the record {head(record.get('_path'), 160)} does not carry this host's signature for its "
+            "name (planted, changed, or another run's copied there): it is shown, never continued or trusted")
+
+
 def format_step(record: dict[str, Any], number: int) -> str:
     """One step of a record as text: reasoning, code, output, and the sub-agents it spawned."""
     steps = record.get("steps") or []

@@ -107,6 +107,9 @@ def test_a_record_replayed_under_another_name_is_not_trusted(ip, fresh, tmp_path
     ip.run_line_magic("deepagent_runs", f"--workspace {tmp_path}")
     listing = capsys.readouterr().out
     assert listing.count("(unsigned)") == 2, listing  # still listed, marked
+    ip.run_line_magic("deepagent_trace", f"{replayed} --workspace {tmp_path} --display text")
+    shown = capsys.readouterr().out
+    assert shown.splitlines()[0].startswith("deepagent: the record") and "signature" in shown.splitlines()[0]
 
 
 def test_a_record_signed_before_names_were_bound_is_not_trusted(ip, fresh, tmp_path):
