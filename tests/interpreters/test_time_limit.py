@@ -1,0 +1,69 @@
+"""interpreters/time_limit.py: a block past its time is stopped even when its code catches the exception; time in
+tools does not count (the fights, threads and kernels: tests/adversarial/test_time_limits.py)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from deepagent_magics.interpreters.time_limit import ExecutionTimeout, TimeLimit, interruptible_sleep
+
+AGENT = "<agent step 1>"
+
+
+def no_tool():
+    return 0
+
+
+def zero():
+    return 0.0
+
+
+def agent_code(source):
+    namespace = {}
+    exec(compile(source, AGENT, "exec"), namespace)
+    return namespace["work"]
+
+
+def test_code_that_catches_the_timeout_is_stopped_anyway():
+    work = agent_code("def work():\n    while True:\n        try:\n            while True:\n                pass\n"
+                      "        except BaseException:\n            pass\n")
+    started = time.monotonic()
+    with pytest.raises(ExecutionTimeout):
+        with TimeLimit(0.3, no_tool, zero):
+            work()
+    assert time.monotonic() - started < 30
+
+
+def test_sleep_is_interrupted_in_a_worker_thread_too():
+    seen = []
+
+    def worker():
+        try:
+            with TimeLimit(0.2, no_tool, zero):
+                time.sleep(60)
+        except ExecutionTimeout:
+            seen.append("stopped")
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join(30)
+    assert seen == ["stopped"]
+
+
+def test_time_inside_tools_does_not_count():
+    in_tool = [1]
+    limit = TimeLimit(0.05, lambda: in_tool[0], zero)
+    with limit:
+        time.sleep(0.2)  # "inside a tool": the limit keeps half a second ahead
+        in_tool[0] = 0
+    assert limit.left() < 0.05
+
+
+def test_a_block_that_ends_in_time_delivers_nothing_later():
+    with TimeLimit(0.2, no_tool, zero):
+        pass
+    time.sleep(0.4)  # nothing lands here
+    interruptible_sleep(0.01)  # outside a block: the real sleep
