@@ -27,8 +27,9 @@ CELL = "cell"  # a %%deepagent flag, for one cell
 CONFIG = "config"  # a %deepagent_config flag and a DeepAgentMagics traitlet: the notebook's default
 CLI = "cli"  # a `deepagent run` flag
 SERVER = "server"  # a field of a run API request (POST /deepagent/api/runs), passed on as the cell's flag
+ACP = "acp"  # a `deepagent acp` flag, passed on as the flag of each prompt's cell (through the run API in a notebook)
 AGENT = "agent"  # a keyword of DeepAgent, and an attribute of the agent the code that uses it reads
-DOORS = (CELL, CONFIG, CLI, SERVER, AGENT)
+DOORS = (CELL, CONFIG, CLI, SERVER, ACP, AGENT)
 EVERYWHERE = frozenset(DOORS)
 MAGICS = frozenset({CELL, CONFIG})
 
@@ -49,7 +50,7 @@ MAX_UNDO_MB = 100_000.0
 MAX_MIB = 1 << 24  # 16 TiB: a larger memory or disk limit is a typo
 MAX_PROCESSES = 1 << 22  # the kernel's own ceiling on process ids
 MAX_OPEN_FILES = 1 << 20  # Linux's default ceiling on a process's open files
-LOCAL_KERNELS = frozenset({CELL, CONFIG, CLI, SERVER})  # a pool setting: where the sandbox's are
+LOCAL_KERNELS = frozenset({CELL, CONFIG, CLI, SERVER, ACP})  # a pool setting: where the sandbox's are
 
 
 def compact_at(text: Any) -> float:
@@ -173,8 +174,10 @@ SETTINGS = _settings(
     setting("lm_options", dict, {}, {CONFIG, CLI}, subagent=TREE, flag="--lm-option", repeat=True,
             metavar="KEY=VALUE", off="none",
             help="an option of a model-id LM, repeatable: timeout=600, max_tokens=4000, api_base=URL"),
-    setting("workspace", str, ".", {CELL, CONFIG, CLI, AGENT}, subagent=OWN, recorded=True,
-            help="directory the file tools are rooted at and the run records kept in"),
+    setting("workspace", str, ".", {CELL, CONFIG, CLI, ACP, AGENT}, subagent=OWN, recorded=True,
+            help="directory the file tools are rooted at and the run records kept in",
+            at={ACP: {"default": None, "help": "directory the file tools are rooted at and the run records kept in "
+                                               "(default: each session's cwd)"}}),
     setting("max_iters", int, 20, EVERYWHERE, subagent=FROM + "subagent_max_iters", recorded=True, **POSITIVE,
             help="most code steps per run"),
     setting("max_llm_calls", int, 50, EVERYWHERE, subagent=SAME, recorded=True, **POSITIVE,
@@ -205,11 +208,11 @@ SETTINGS = _settings(
     setting("kernel_name", str, None, {CONFIG, CLI}, subagent=TREE, on_gateway=True, owner=DELEGATION,
             help="kernel spec for sub-agents (default: this Python)"),
     # The sandbox of local sub-agent kernels (interpreters/pool/sandbox.py; docs/safety.md).
-    setting("subagent_network", bool, False, {CELL, CONFIG, CLI, SERVER}, subagent=TREE, on_gateway=False,
+    setting("subagent_network", bool, False, {CELL, CONFIG, CLI, SERVER, ACP}, subagent=TREE, on_gateway=False,
             owner=DELEGATION,
             help="sub-agent kernels reach the network (default: their sandbox has none; their tools and LM calls "
                  "run on the host)"),
-    setting("require_sandbox", bool, False, {CELL, CONFIG, CLI, SERVER}, subagent=TREE, on_gateway=False,
+    setting("require_sandbox", bool, False, {CELL, CONFIG, CLI, SERVER, ACP}, subagent=TREE, on_gateway=False,
             owner=DELEGATION,
             help="refuse sub-agents when bubblewrap cannot sandbox their kernels here, instead of running them "
                  "marked not sandboxed"),
@@ -277,10 +280,13 @@ SETTINGS = _settings(
     setting("max_time", float, None, {CELL, CONFIG, AGENT}, subagent=TREE, read=str, metavar="SECONDS", recorded=True,
             off="no cap", help="most seconds one run may take, waiting for approval not counted"),
     # The user in control (core/policy/approval.py, magics/inputs/approval_flags.py).
-    setting("approve", str, "never", {CELL, CONFIG, CLI, AGENT}, subagent=TREE, recorded=True,
+    setting("approve", str, "never", {CELL, CONFIG, CLI, ACP, AGENT}, subagent=TREE, recorded=True,
             help="approval policy: never, risky, always, or a notebook function (proposal) -> decision",
-            at={CLI: {"choices": ("never",), "help": "when to ask before a tool call (only 'never' exists yet)"}}),
-    setting("approve_rules", str, "", {CELL, CONFIG, AGENT}, subagent=TREE,
+            at={CLI: {"choices": ("never",), "help": "when to ask before a tool call (only 'never' exists yet)"},
+                ACP: {"choices": ("never", "risky", "always"),
+                      "help": "when to ask the client (session/request_permission) before a block runs: never, risky "
+                              "or always"}}),
+    setting("approve_rules", str, "", {CELL, CONFIG, ACP, AGENT}, subagent=TREE,
             help="risk rules for --approve risky: '' for all, -name off, none,name only those"),
     setting("undo_limit", float, 10.0, {CONFIG, AGENT}, subagent=ROOT, minimum=0, maximum=MAX_UNDO_MB, unit="megabytes",
             agent_scale=1_000_000,

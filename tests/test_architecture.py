@@ -37,9 +37,10 @@ ALLOWED = {
     "display": {"core", "records"},
     "tuning": {"core"},
     "magics": {"core", "interpreters", "tools", "display", "records", "tuning", "_compat"},  # its old module names
-    "cli": {"core", "interpreters", "tools", "display", "records", "tuning", "testing"},
+    "cli": {"core", "interpreters", "tools", "display", "records", "tuning", "testing", "acp"},
     "server": {"core", "records"},
     "mcp": {"core", "records"},
+    "acp": {"core", "records", "server"},  # its prompts are the run API's cells (server.launch.cell_code)
     "demos": {"testing"},
     "testing": set(),
     "testing_provider": set(),

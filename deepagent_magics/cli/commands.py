@@ -230,6 +230,12 @@ def bench(args: argparse.Namespace) -> int:
     return run_bench(args)
 
 
+def acp(args: argparse.Namespace) -> int:
+    from .acp import serve_acp
+
+    return serve_acp(args)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "run": run_task, "runs": list_runs, "trace": trace, "export": export, "bench": bench,
+    "run": run_task, "runs": list_runs, "trace": trace, "export": export, "bench": bench, "acp": acp,
 }

@@ -11,7 +11,7 @@ import argparse
 import math
 
 from ..errors import InvalidValue, UserError
-from ..settings import CLI, SETTINGS, Setting, at
+from ..settings import ACP, CLI, SETTINGS, Setting, at
 
 
 class UsageProblem(UserError):
@@ -51,10 +51,10 @@ def setting_type(setting: Setting) -> callable:
     return convert
 
 
-def add_setting(parser: argparse.ArgumentParser, setting: Setting, **own: str | int) -> None:
-    """One setting of the table as a flag of ``parser``, with the command line's default (``own``: what
-    this command says differently, e.g. bench's ``default=0`` for ``--max-depth``)."""
-    default, help = own.get("default", setting.where(CLI, "default")), own.get("help", setting.where(CLI, "help"))
+def add_setting(parser: argparse.ArgumentParser, setting: Setting, door: str = CLI, **own: str | int) -> None:
+    """One setting of the table as a flag of ``parser``, as ``door`` has it (``own``: what this command says
+    differently, e.g. bench's ``default=0`` for ``--max-depth``)."""
+    default, help = own.get("default", setting.where(door, "default")), own.get("help", setting.where(door, "help"))
     if default not in (None, False, [], {}) and "default:" not in help and "default " not in help:
         help += f" (default: {default})"
     options = {"dest": setting.name, "default": default, "help": help.replace("%", "%%")}
@@ -62,8 +62,8 @@ def add_setting(parser: argparse.ArgumentParser, setting: Setting, **own: str | 
         options["action"] = "store_true"
     elif setting.repeat:  # given once per value (KEY=VALUE texts, read by the code that uses them)
         options.update(action="append", default=[], metavar=setting.metavar)
-    elif setting.where(CLI, "choices"):
-        options["choices"] = setting.where(CLI, "choices")
+    elif setting.where(door, "choices"):
+        options["choices"] = setting.where(door, "choices")
     elif setting.kind in (int, float) or setting.read is not None:
         options["type"] = setting_type(setting)
     parser.add_argument(setting.flag, **options)
@@ -99,6 +99,12 @@ def build_parser() -> Parser:
     export.add_argument("--workspace", default=".", help="read the records of this workspace (default: .)")
 
     add_bench_parser(commands)
+    acp = commands.add_parser("acp", help="serve the agent over the Agent Client Protocol on stdio (docs/clients.md)",
+                              description="Speak ACP on stdin/stdout, for jupyter-ai's chat, editors and other ACP "
+                                          "clients; each session's prompts run in a notebook's kernel or a kernel of "
+                                          "its own. Logs go to stderr.")
+    for setting in at(ACP):
+        add_setting(acp, setting, ACP)
     return parser
 
 

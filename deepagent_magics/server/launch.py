@@ -74,10 +74,14 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
 
 
-def cell_code(run_id: str, task: str, workspace: Path, body: dict[str, Any]) -> str:
-    """The code that runs the ``%%deepagent`` cell in the kernel."""
-    flags = ["--run-id", run_id, "--workspace", str(workspace), "--no-interpolate", "--display", "text", "--door", "api"]
-    for name, setting in FLAGS.items():
+def cell_code(run_id: str, task: str, workspace: Path, body: dict[str, Any], settings: dict[str, Setting] = FLAGS,
+              more: tuple[str, ...] = ()) -> str:
+    """The code that runs the ``%%deepagent`` cell in the kernel: ``body``'s values of ``settings`` as its flags
+    (a door's own: the run API's `FLAGS`, ``deepagent acp``'s), and ``more`` flags of the caller's (after
+    ``--door api``, so a caller's ``--door`` is the one taken)."""
+    flags = ["--run-id", run_id, "--workspace", str(workspace), "--no-interpolate", "--display", "text", "--door", "api",
+             *more]
+    for name, setting in settings.items():
         value = body.get(name)
         if setting.kind is bool:  # the cell's switch: --quiet, or --no-stream for one on by default
             if value is not None and value != setting.default:

@@ -42,7 +42,7 @@ from ..run.secrets import scrub
 from .risk import Risk, analyse, parse_rules
 from ..run.stopping import StopRun
 from ..run.run_tree import tree_of
-from ..run.event_kinds import APPROVAL
+from ..run.event_kinds import APPROVAL, APPROVAL_ASKED
 from .approval_text import NO_STDIN, label, no_stdin_line, one_line, prompt, question, refusal, short
 
 POLICIES = ("never", "risky", "always")
@@ -111,6 +111,7 @@ def policy_label(policy: Any) -> str:
 @dataclass
 class _Question:
     proposal: Proposal
+    run: Any = None
     done: threading.Event = field(default_factory=threading.Event)
     decision: Decision | None = None
     no_stdin: bool = False
@@ -211,7 +212,7 @@ class Approver:
                 raise NoStdin()
             if threading.get_ident() == self.home:
                 with self.lock:
-                    return self._ask(proposal), "user"
+                    return self._ask(proposal, run), "user"
             return self._relay(chain, proposal), "user"
         except NoStdin:
             self._show(no_stdin_line(proposal))
@@ -226,7 +227,7 @@ class Approver:
         """From a sub-agent's thread: the run's own thread asks, between its looks at its sub-agents (a stop
         button's KeyboardInterrupt lands there). Not taken up within `RELAY_WAIT` (delegate called from a
         thread of the agent's own), this thread asks itself."""
-        question = _Question(proposal)
+        question = _Question(proposal, chain[0] if chain else None)
         self.pending.put(question)
         waited = 0.0
         while not question.done.wait(RELAY_POLL):
@@ -238,7 +239,7 @@ class Approver:
                 if self.stopped:
                     raise StopRun(self.stopped)
                 with self.lock:
-                    return self._ask(proposal)
+                    return self._ask(proposal, chain[0] if chain else None)
             if any(each.ended_at is not None for each in chain):
                 return Decision("refuse", "the run ended before the user answered")
         if question.no_stdin:
@@ -261,7 +262,7 @@ class Approver:
                 question.taken = True
             try:
                 with self.lock:
-                    question.decision = self._ask(question.proposal)
+                    question.decision = self._ask(question.proposal, question.run)
             except NoStdin:
                 question.no_stdin = True
             except BaseException:  # a KeyboardInterrupt while asking: the sub-agent is refused, the run interrupted
@@ -272,9 +273,12 @@ class Approver:
         if self.stopped:
             raise StopRun(self.stopped)
 
-    def _ask(self, proposal: Proposal) -> Decision:
+    def _ask(self, proposal: Proposal, run: Any = None) -> Decision:
         if self.ask is None or getattr(getattr(self.ask, "__self__", None), "_allow_stdin", True) is False:
             raise NoStdin()  # ipykernel knows the frontend sent no stdin with this cell: do not even ask
+        if run is not None:  # before the question: whoever answers for the user (an ACP client) reads what it is
+            run.emit(APPROVAL_ASKED, agent=proposal.agent, step=proposal.step, code=scrub(proposal.code),
+                     reasons=scrub([str(r) for r in proposal.reasons]), action=scrub(proposal.action))
         self._show(question(proposal))
         for _ in range(MAX_ANSWERS):
             try:

@@ -21,6 +21,7 @@ STATUS = "status"  # data: status, error
 RUN_FINISHED = "run_finished"  # data: status, result, error, extracted (why the answer was not submitted)
 
 # ------------------------------------------------------------ the user's controls (core.policy, core.loop.ending)
+APPROVAL_ASKED = "approval_asked"  # policy.approval; data: agent, step, code, reasons, action: the user is asked now
 APPROVAL = "approval"  # policy.approval; data: the decision's record (who, what, when)
 USER_NOTE = "user_note"  # policy.steering; data: note, step: a note the user sent while the run worked
 SPEND_CAP = "spend_cap"  # loop.ending; data: reason: a cap stopped the run's tree

@@ -1,0 +1,135 @@
+"""Where a session with no notebook runs: a kernel of its own, in the session's folder.
+
+An editor (or any ACP client outside Jupyter) has no notebook to run in, so each session starts
+a Python kernel (``jupyter_client``) in its ``cwd`` and runs each prompt there as a ``%%deepagent``
+cell, exactly as the run API runs one in a server's kernel (`server.launch.cell_code`): the run's REPL
+is that kernel's namespace (the next prompt sees the variables the last made), its record and event
+log go to the workspace. The cell is sent with stdin allowed, so an approval is an ``input_request``
+the session answers for the user. A cancel interrupts the kernel (the run ends ``interrupted`` and
+its sub-agents' kernels are stopped); a kernel that does not end the cell soon after is shut down, so
+nothing is left behind. The kernel ends with the session, and with this process (`close`; a kernel
+started by ``jupyter_client`` also watches its parent and exits with it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.manager import AsyncKernelManager
+
+from ..records.events import LogTail, events_path
+
+READY = 120.0  # seconds a new kernel may take to answer
+STOP_GRACE = 5.0  # seconds after an interrupt before a kernel still running the cell is shut down
+
+
+@dataclass
+class Poll:
+    """What happened since the last look: new events, a question asked, and whether the cell ended."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    question: str | None = None  # an input_request's prompt: the run asks the user
+    ended: bool = False  # the cell's reply came and the log is read to its end (or has none)
+    error: str | None = None  # the cell failed: the run never started, or ended in an exception
+
+
+class OwnKernel:
+    """A kernel of the session's own in ``cwd``; ``setup`` is code run once when it starts (the LM)."""
+
+    def __init__(self, cwd: Path, setup: str = ""):
+        self.cwd = cwd
+        self.setup = setup
+        self.manager: AsyncKernelManager | None = None
+        self.client: Any = None
+        self.msg_id: str | None = None
+        self.tail: LogTail | None = None
+        self.reply: dict[str, Any] | None = None
+
+    def where(self) -> str:
+        return (f"I work in a Python kernel of my own in `{self.cwd}`, started for this conversation (no notebook "
+                "is attached: the variables I make last as long as this session); files and run records stay "
+                "in that folder.")
+
+    async def _ready(self) -> None:
+        if self.manager is not None and await self.manager.is_alive():
+            return
+        await self.close()
+        manager = AsyncKernelManager()
+        await manager.start_kernel(cwd=str(self.cwd))
+        self.manager, self.client = manager, manager.client()
+        self.client.start_channels()
+        await self.client.wait_for_ready(timeout=READY)
+        if self.setup:
+            reply = await self.client.execute_interactive(self.setup, silent=True, store_history=False,
+                                                          allow_stdin=False, timeout=READY)
+            content = reply.get("content", {})
+            if content.get("status") != "ok":
+                raise RuntimeError(f"the kernel could not be set up: {content.get('ename')}: {content.get('evalue')}")
+
+    async def start(self, run_id: str, code: str, workspace: Path) -> None:
+        await self._ready()
+        self.tail, self.reply = LogTail(events_path(workspace, run_id)), None
+        self.msg_id = self.client.execute(code, store_history=False, allow_stdin=True)
+
+    async def poll(self) -> Poll:
+        poll = Poll()
+        poll.question = await self._question()
+        if self.reply is None:
+            self.reply = await self._reply()
+        poll.events = self.tail.read() if self.tail is not None else []
+        if self.reply is not None:
+            poll.events += self.tail.read() if self.tail is not None else []
+            content = self.reply.get("content", {})
+            if content.get("status") != "ok":
+                poll.error = f"{content.get('ename', 'Error')}: {content.get('evalue', '')}".strip()
+            poll.ended = True
+        return poll
+
+    async def _question(self) -> str | None:
+        try:
+            message = await self.client.get_stdin_msg(timeout=0)
+        except (queue.Empty, asyncio.TimeoutError):
+            return None
+        if message.get("msg_type") == "input_request":
+            return str(message.get("content", {}).get("prompt", ""))
+        return None
+
+    async def _reply(self) -> dict[str, Any] | None:
+        while True:
+            try:
+                message = await self.client.get_shell_msg(timeout=0)
+            except (queue.Empty, asyncio.TimeoutError):
+                return None
+            if message.get("parent_header", {}).get("msg_id") == self.msg_id:
+                return message
+
+    async def answer(self, text: str) -> None:
+        self.client.input(text)
+
+    async def stop(self) -> None:
+        """Interrupt the cell; shut the kernel down if it has not ended the cell `STOP_GRACE` seconds later."""
+        if self.manager is None or self.reply is not None:
+            return
+        await self.manager.interrupt_kernel()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + STOP_GRACE
+        while loop.time() < deadline:
+            self.reply = self.reply or await self._reply()
+            if self.reply is not None:
+                return
+            await asyncio.sleep(0.05)
+        await self.close()  # the next prompt starts a new kernel and continues the conversation from its record
+
+    async def close(self) -> None:
+        if self.client is not None:
+            self.client.stop_channels()
+        if self.manager is not None:
+            try:
+                await self.manager.shutdown_kernel(now=True)
+            except Exception:  # already gone
+                pass
+        self.manager = self.client = None
