@@ -168,7 +168,9 @@ SETTINGS = _settings(
             help="the LM: a model id (openai/gpt-4o-mini), local (the bundled model; local:PATH.gguf for another), "
                  "or a notebook variable holding an LM",
             at={CLI: {"help": "model id (openai/gpt-4o-mini), local (the bundled model; local:PATH.gguf for another), "
-                              "or scripted:FILE.json (default: DEEPAGENT_LM)"}}),
+                              "or scripted:FILE.json (default: DEEPAGENT_LM)"},
+                ACP: {"help": "model id, local, or scripted:FILE.json (default: DEEPAGENT_LM; in a notebook's kernel, "
+                              "the notebook's own)"}}),
     setting("sub_lm", str, None, EVERYWHERE, subagent=SAME, recorded=True,
             help="the LM behind llm_query (default: the main LM)"),
     setting("lm_options", dict, {}, {CONFIG, CLI}, subagent=TREE, flag="--lm-option", repeat=True,

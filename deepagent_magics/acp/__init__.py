@@ -6,8 +6,8 @@ talk to it with the protocol's requests; it is built on the ``agent-client-proto
 kernel when the chat belongs to one, else a kernel of the session's own (`places`); what the run
 does reaches the client as ACP's own updates (`updates`). See docs/clients.md.
 
-- `agent`: the protocol's requests, and `agent.serve` (stdio);
-- `session`: one conversation, its turns, approvals as permission requests, ``session/load``;
+- `protocol`: the protocol's requests, and `protocol.serve` (stdio);
+- `sessions`: one conversation, its turns, approvals as permission requests, ``session/load``;
 - `updates`: a run's events as ``session/update``s;
 - `prompt_text`: a prompt's blocks as the task;
 - `places`, `own_kernel`: where a session's code runs.

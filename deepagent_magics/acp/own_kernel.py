@@ -77,9 +77,12 @@ class OwnKernel:
 
     async def poll(self) -> Poll:
         poll = Poll()
+        if self.client is None:  # shut down after a cancel it did not heed: the cell is over
+            poll.events, poll.ended, poll.error = (self.tail.read() if self.tail else []), True, "the kernel was shut down"
+            return poll
         poll.question = await self._question()
         if self.reply is None:
-            self.reply = await self._reply()
+            self.reply = await self._reply() or self.reply  # (a cancel may have taken the reply meanwhile)
         poll.events = self.tail.read() if self.tail is not None else []
         if self.reply is not None:
             poll.events += self.tail.read() if self.tail is not None else []
@@ -118,7 +121,7 @@ class OwnKernel:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + STOP_GRACE
         while loop.time() < deadline:
-            self.reply = self.reply or await self._reply()
+            self.reply = await self._reply() or self.reply
             if self.reply is not None:
                 return
             await asyncio.sleep(0.05)

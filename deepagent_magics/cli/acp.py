@@ -20,8 +20,8 @@ from .parser import UsageProblem
 
 def serve_acp(args: argparse.Namespace) -> int:
     try:
-        from ..acp.agent import serve
-        from ..acp.session import FLAGS, Options
+        from ..acp.protocol import serve
+        from ..acp.sessions import FLAGS, Options
     except ImportError as exc:
         raise UsageProblem(f"deepagent acp needs the ACP SDK: pip install 'deepagent-magics[acp]' ({exc})") from None
     spec = (args.lm or os.environ.get("DEEPAGENT_LM", "")).strip() or None

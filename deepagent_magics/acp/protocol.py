@@ -1,7 +1,7 @@
 """The ACP agent: the protocol's requests (``acp.Agent``, served by the SDK's ``run_agent`` over stdio).
 
 ``initialize`` says what it takes (text and embedded text resources, ``session/load``);
-``session/new`` opens a `session.Session` in its place (where the session's code runs: `places`);
+``session/new`` opens a `sessions.Session` in its place (where the session's code runs: `places`);
 ``session/prompt`` runs one turn; ``session/cancel`` stops it; ``session/load`` resumes a session from
 its records. Every mistake of the client's (an unknown session, a prompt with no text, a block it
 cannot read, a folder that is not one) is an ACP error; the agent goes on serving.
@@ -27,7 +27,16 @@ from acp import PROTOCOL_VERSION, RequestError, run_agent, schema
 
 from .places import place_for
 from .prompt_text import task_text
-from .session import SESSION_ID, Options, Session
+from .sessions import SESSION_ID, Options, Session
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("deepagent-magics")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def new_session_id() -> str:
@@ -35,7 +44,7 @@ def new_session_id() -> str:
 
 
 class DeepAgentACP:
-    """The agent side of ACP, over `session.Session`s (one per ``session/new`` or ``session/load``)."""
+    """The agent side of ACP, over `sessions.Session`s (one per ``session/new`` or ``session/load``)."""
 
     def __init__(self, options: Options, environ: dict[str, str] | None = None):
         self.options = options
@@ -48,13 +57,11 @@ class DeepAgentACP:
 
     async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
                          **kwargs: Any) -> schema.InitializeResponse:
-        from .. import __version__
-
         capabilities = schema.AgentCapabilities(load_session=True,
                                                 prompt_capabilities=schema.PromptCapabilities(embedded_context=True))
         return schema.InitializeResponse(protocol_version=PROTOCOL_VERSION, agent_capabilities=capabilities,
                                          agent_info=schema.Implementation(name="deepagent", title="Deep Agent",
-                                                                          version=__version__))
+                                                                          version=_version()))
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> None:
         return None  # nothing to sign in to: the model's keys are this process's environment
