@@ -85,7 +85,7 @@ class Session:
                 await self.send(update_agent_message_text(self.place.where() + "\n\n"))
             self.turns += 1
             run_id = f"{self.id}-{self.turns}"
-            more = ("--continue", self.last_run) if self.last_run else ("--new",)
+            more = ("--door", "acp") + (("--continue", self.last_run) if self.last_run else ("--new",))
             code = cell_code(run_id, task, self.workspace, self.options.flags(), {"lm": SETTINGS["lm"], **FLAGS}, more)
             translator = Translator(self.workspace, seen_files=self.seen_files)
             await self.place.start(run_id, code, self.workspace)

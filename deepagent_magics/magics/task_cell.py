@@ -69,8 +69,9 @@ class DeepAgentMagics(SettingTraits):
               help="continue the last conversation, or RUN's")
     @argument("--new", action="store_true", help="start a new conversation (when continuing is the default)")
     @argument("--run-id", dest="run_id", help="id for this run (the run API chooses it before the run starts)")
-    @argument("--door", choices=("notebook", "api"), default="notebook",
-              help="where the cell came from: a notebook, or the run API (what the agent is told of its kernel)")
+    @argument("--door", choices=("notebook", "api", "acp"), default="notebook",
+              help="where the cell came from: a notebook, the run API, or deepagent acp's own kernel (what the agent "
+                   "is told of its kernel)")
     @cell_magic
     def deepagent(self, line: str, cell: str) -> None:
         """Hand the cell's text to a deep agent whose REPL is this notebook."""

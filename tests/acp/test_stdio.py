@@ -80,6 +80,7 @@ def test_a_turn_is_told_with_acps_own_updates_and_a_second_prompt_continues_it(t
     one, two = record(tmp_path, f"{sid}-1"), record(tmp_path, f"{sid}-2")
     assert one["status"] == two["status"] == "finished"
     assert two["config"]["thread"] == one["config"]["thread"] == f"{sid}-1"
+    assert one["config"]["door"] == "acp"  # the prompt said where its code runs (a kernel of the conversation's)
 
 
 def test_cancel_stops_the_run_the_turn_ends_cancelled_and_no_kernel_is_left(tmp_path):

@@ -102,6 +102,16 @@ def test_python_says_the_callers_namespace_keeps_what_the_run_defines(tmp_path):
     assert repl_section(text).startswith("Code runs in the Python program that started this run")
 
 
+def test_deepagent_acps_own_kernel_says_the_kernel_is_the_conversations(ip):
+    ip.user_ns.update(sales=[1, 2], lm=ScriptedLM(DONE))
+    ip.run_cell("%%deepagent --lm lm --max-depth 0 --door acp\nsum the sales").raise_error()
+    text = first_request(ip.user_ns["lm"])
+    assert "notebook" not in text.lower()
+    rules = repl_section(text)
+    assert "kernel started for the user's conversation" in rules and "while the conversation goes on" in rules
+    assert ip.user_ns["_deepagent_run"].config["door"] == "acp"
+
+
 def test_a_door_is_one_entry_and_an_unknown_one_is_one_line(tmp_path):
     doors.add_door(doors.Door("acp-test", "Code runs in an editor's agent session.", "Its files stay."))
     try:

@@ -62,5 +62,10 @@ add_door(Door("cli", "Code runs in the process of the user's `deepagent run` com
 add_door(Door("mcp", "Code runs in an MCP server's process, for a client's call: no variables are defined "
                      "beforehand; the user's data is in the workspace.",
               "Nothing you define outlasts the run: the client gets your answer, and the files you write stay."))
+add_door(Door("acp", "Code runs in a Jupyter kernel started for the user's conversation in their editor or chat (an "
+                     "ACP client): the variables listed with the task are the ones earlier turns made; use them by "
+                     "name, never load or rebuild them.",
+              "What you define stays in that kernel while the conversation goes on; the user reads your answer and "
+              "the workspace's files."))
 add_door(Door("python", f"Code runs in the Python program that started this run, in its namespace: {USE_THEM}",
               "What you define stays in that namespace after the run."))
