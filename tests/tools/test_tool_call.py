@@ -75,5 +75,7 @@ def test_arguments_are_recorded_short_and_without_secrets(session):
     fine(x="tool-call-secret-8642097531 " + "z" * 500)
     recorded = session.calls[-1]["args"]["x"]
     assert "tool-call-secret" not in recorded and len(recorded) <= 80 and recorded.endswith("...")
+    fine(x="z" * 71 + "tool-call-secret-8642097531")  # cut at 77: six characters of it would be left
+    assert "tool-c" not in session.calls[-1]["args"]["x"]
     fine(x=list(range(10 ** 6)))
     assert len(session.calls[-1]["args"]["x"]) <= 80
