@@ -101,6 +101,25 @@ def test_the_command_line_says_so_on_stderr_and_exits_3(tmp_path):
     assert any(NOT_SUBMITTED in line and "stalled" in line for line in done.stderr.splitlines()), done.stderr[-500:]
 
 
+@pytest.mark.kernel
+def test_a_sub_agents_extracted_answer_says_so_to_its_parent(tmp_path):
+    from deepagent_magics.interpreters.pool import KernelPool
+
+    lm = ScriptedLM(scripts={"ROOT-ASKS": [("Ask.", "report = delegate('CHILD-CHECKS the transfer')\nprint(report)"),
+                                           ("Done.", "SUBMIT(result=report)")],
+                             "CHILD-CHECKS": [PRINTS] * 10}, replies=CLAIM)
+    pool = KernelPool(size=0)
+    try:
+        run = DeepAgent(lm=lm, workspace=tmp_path, pool=pool, subagent_max_iters=10).run("ROOT-ASKS: approved?", {})
+    finally:
+        pool.stop()
+    assert run.status == "finished", run.error
+    child = run.children[0]
+    assert child.status == "finished" and "stalled" in child.extracted
+    assert run.steps[0].output.startswith(f"[{NOT_SUBMITTED}"), run.steps[0].output  # what the parent's model read
+    assert run.extracted is None  # the root submitted it itself, marked
+
+
 def test_mcp_run_task_says_so_in_a_field_and_before_the_result(tmp_path):
     from deepagent_magics.mcp.server import build_server
 

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...core.loop.ending import not_submitted
 from ...core.policy.approval import waited
 from ...core.run.run import Run
 from ...interpreters.kernel import KernelInterpreter
@@ -139,6 +140,9 @@ class Child:
         run = self.run
         if self.timed_out:
             return Outcome(False, f"Error: {self.stop_message}; its files in the workspace are kept.")
+        if run.status == "finished" and run.extracted and isinstance(run.result, str):  # core/loop/ending.py
+            marked = f"[{not_submitted(run.extracted)}]\n{run.result}"  # the parent reads whose answer it is
+            return Outcome(True, marked, marked)
         if run.status == "finished":
             return Outcome(True, "" if run.result is None else str(run.result), run.result)
         if run.status == "interrupted":
