@@ -25,6 +25,7 @@ from . import _compat
 from .core import DeepAgent, Event, Run
 from .core.loop import extensions
 from .core.loop.capability import Capability, ToolLine
+from .core.model.calls import Layer, ModelCall
 from .core.loop.extensions import Extensions
 from .core.loop.subagent_types import SubAgentType
 from .core.workspace.workspace import Workspace

@@ -53,8 +53,8 @@ MOVED = {
         "risk": "policy.risk", "risk_tables": "policy.risk_tables", "steering": "policy.steering",
         "undo": "policy.undo", "fingerprint": "policy.fingerprint", "lm": "model.lm",
         "lm_requests": "model.facade_requests", "caching": "model.caching", "retries": "model.retries",
-        "replies": "model.replies", "streaming": "model.step_streaming",
-        "query_streaming": "model.query_streaming", "failures": "model.failures",
+        "replies": "model.replies", "streaming": "model.streaming",
+        "query_streaming": "model.streaming", "failures": "model.failures",
         "compaction": "model.compaction", "agent": "loop.agent", "observer": "loop.pipeline",
         "attempts": "loop.attempts", "ending": "loop.ending", "namespace": "loop.variables",
         "profiles": "loop.profiles", "calling": "loop.tool_binding", "notebook_tools": "loop.notebook_tools",
@@ -73,6 +73,9 @@ MOVED = {
     "interpreters.steps": ["interpreters.step_execution"],
     "records.shape": ["records.well_formed"],
     "core.run.model_text": ["safe_text"],
+    # a step's and a query's streaming, one module (issue 26)
+    "core.model.step_streaming": ["core.model.streaming"],
+    "core.model.query_streaming": ["core.model.streaming"],
 }
 PACKAGE = __name__.rpartition(".")[0]
 

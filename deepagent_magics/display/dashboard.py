@@ -39,7 +39,7 @@ from ..core.run.run import (
     Event,
     Run,
 )
-from ..core.model.step_streaming import LLM_QUERY_STREAMING, STEP_STREAMING
+from ..core.run.event_kinds import LLM_QUERY_STREAMING, STEP_STREAMING
 from ..core.workspace.workspace import Workspace
 from .controls import SteeringControls
 from .markup import (
@@ -99,7 +99,7 @@ class StepView:
         self.retried: list[str] = []  # its llm_queries' retries
         self.output: str | None = None
         self.live: str | None = None  # the retry of an llm_query the step's code is waiting for
-        self.queries: dict[Any, str] = {}  # the llm_queries being answered (core/model/query_streaming.py)
+        self.queries: dict[Any, str] = {}  # the llm_queries being answered (core/model/streaming.py)
         self.body = W.HTML(self._html(), layout=_Shared.get("layout"), style=_Shared.get("html_style"))
         self.subagents: W.VBox | None = None
         self.widget = W.Accordion(children=[self.body], titles=(step_title(index, reasoning, None),),

@@ -1,5 +1,5 @@
-"""What the displays show while the model writes a step (`core.model.step_streaming`'s ``step_streaming`` events),
-and while an ``llm_query`` of a running step is answered (``llm_query_streaming``, `core.model.query_streaming`).
+"""What the displays show while the model writes a step (``step_streaming`` events of core/model/streaming.py),
+and while an ``llm_query`` of a running step is answered (``llm_query_streaming``, the same module).
 
 The dashboard gives each run's trajectory one "writing" panel below its steps: the step
 number, how long the model has been writing, the reasoning and the code so far. It is

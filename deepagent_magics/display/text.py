@@ -21,7 +21,7 @@ from ..core.model.compaction import COMPACTION
 from ..core.policy.spend import budget_of
 from ..core.model.retries import PROVIDER_RETRY
 from ..core.run.run import RUN_FINISHED, STEP_FINISHED, SUBAGENT_STARTED, Event, Run
-from ..core.model.step_streaming import LLM_QUERY_STREAMING, STEP_STREAMING
+from ..core.run.event_kinds import LLM_QUERY_STREAMING, STEP_STREAMING
 from .markup import not_sandboxed, step_mark, usage_parts
 from ..safe_text import plain
 from .streaming import query_text_line, text_line
@@ -72,7 +72,7 @@ class TextProgress:
         if event.kind == STEP_STREAMING:
             if self._rewrites():
                 self._write_live(text_line(run, event.data, indent))
-        elif event.kind == LLM_QUERY_STREAMING:  # an llm_query of a running step (core/model/query_streaming.py)
+        elif event.kind == LLM_QUERY_STREAMING:  # an llm_query of a running step (core/model/streaming.py)
             if self._rewrites() and not event.data.get("done"):
                 self._write_live(query_text_line(run, event.data, indent))
         elif event.kind == STEP_FINISHED:

@@ -29,6 +29,7 @@ from dspy.utils.callback import with_callbacks
 
 from ..errors import DeepAgentSignal
 from ..core.loop.tool_binding import run_coroutine
+from ..core.loop.pipeline import through
 from ..core.model.facade_requests import facade_requests
 from ..core.policy import approval
 from ..core.run.stopping import StopRun
@@ -148,7 +149,7 @@ def _awaited(tool: Callable[..., Any]) -> Callable[..., Any]:
     """``tool``, with a coroutine it returns run to completion (RLM wraps async tools in async functions).
 
     DSPy's facade call tool calls its LM with a Request, not the deprecated ``messages=`` (`core.model.facade_requests`)."""
-    tool = facade_requests(tool)
+    tool = facade_requests(tool, through)
 
     @functools.wraps(tool)
     def call(*args: Any, **kwargs: Any) -> Any:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..core.run.run import RUN_FINISHED, Event, Run
-from ..core.model.step_streaming import TRANSIENT
+from ..core.run.event_kinds import TRANSIENT
 from ..core.run.secrets import Redactor, secret_values
 from .store import runs_dir
 
@@ -87,7 +87,7 @@ class EventLogWriter:
         self.unsubscribe = run.subscribe(self.on_event)
 
     def on_event(self, event: Event) -> None:
-        if event.kind in TRANSIENT:  # a step being written (core.model.step_streaming): shown, never logged
+        if event.kind in TRANSIENT:  # a step being written (core.model.streaming): shown, never logged
             return
         with self._lock:
             if self._fd is None:

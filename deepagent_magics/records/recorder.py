@@ -38,7 +38,7 @@ from ..core.run.run import (
     Event,
     Run,
 )
-from ..core.model.step_streaming import TRANSIENT
+from ..core.run.event_kinds import TRANSIENT
 from .host_key import HostKeyError, signed_json
 from .liveness import writer_identity
 from .store import FORMAT, RECORD_PURPOSE, record_place, runs_dir
@@ -136,7 +136,7 @@ class RunRecorder:
         self.unsubscribe = run.subscribe(self.on_event)
 
     def on_event(self, event: Event) -> None:
-        if event.kind in TRANSIENT:  # a step being written (core.model.step_streaming): nothing to record
+        if event.kind in TRANSIENT:  # a step being written (core.model.streaming): nothing to record
             return
         if event.kind == FILE_WRITTEN:
             self.files[event.data["path"]] = event.data["size"]

@@ -18,7 +18,7 @@ from tests.adversarial.test_streaming import STEPS, Probe, comparable, provider_
 
 from deepagent_magics import DeepAgent
 from deepagent_magics.core.run.run import STEP_FINISHED, STEP_STARTED
-from deepagent_magics.core.model.step_streaming import LLM_QUERY_STREAMING, STEP_STREAMING, TRANSIENT
+from deepagent_magics.core.model.streaming import LLM_QUERY_STREAMING, STEP_STREAMING, TRANSIENT
 from deepagent_magics.display.dashboard import Dashboard
 from deepagent_magics.display.text import TextProgress
 from deepagent_magics.records.store import runs_dir
@@ -113,26 +113,32 @@ def test_opting_out_or_a_scripted_model_makes_no_llm_query_events(tmp_path):
 
 
 def test_an_llm_query_outside_a_running_step_is_not_streamed(tmp_path):
-    """A prompt string sent to the run's LM between steps (the compaction summary's shape) stays plain."""
+    """A query between steps stays plain; inside a step it streams; a prompt string the run's LM is sent by
+    anything but ``llm_query`` (the compaction summary, the agent's code calling the LM itself) is no query."""
+    from deepagent_magics.core.loop.pipeline import layers_for, through
+    from deepagent_magics.core.loop.rlm_seam import QueryLM
+    from deepagent_magics.core.model.calls import REQUEST
     from deepagent_magics.core.run.session import Session, activate, deactivate
     from deepagent_magics.core.model.retries import RetryPolicy, with_retries
     from deepagent_magics.core.run.run import Run
     from deepagent_magics.core.workspace.workspace import Workspace
 
-    with FakeProvider([slow(ANSWER), slow(ANSWER)]) as provider:
+    with FakeProvider([slow(ANSWER), slow(ANSWER), slow(ANSWER)]) as provider:
         run = Run("t")
         probe = Probe()
         run.subscribe(probe)
         run.start()
-        lm = with_retries(provider_lm(provider), run, RetryPolicy())
+        lm = with_retries(provider_lm(provider), run, RetryPolicy(), layers_for(REQUEST))
+        query = QueryLM(lm, through)  # what RLM's llm_query calls (core/loop/rlm_seam.py)
         token = activate(Session(run, Workspace(tmp_path)))
         try:
-            assert lm("between steps")[0] == ANSWER
+            assert query("between steps")[0] == ANSWER
             run.begin_step("r", "c")
-            assert lm("inside a step")[0] == ANSWER
+            assert query("inside a step")[0] == ANSWER
+            assert lm("the agent's code calls the LM itself")[0] == ANSWER
         finally:
             deactivate(token)
-        assert [bool(request["body"].get("stream")) for request in provider.requests] == [False, True]
+        assert [bool(request["body"].get("stream")) for request in provider.requests] == [False, True, False]
         assert queries(probe) and all(data["step"] == 1 for data, _ in queries(probe))
 
 

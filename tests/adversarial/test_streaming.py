@@ -26,7 +26,7 @@ import pytest
 
 from deepagent_magics import DeepAgent
 from deepagent_magics.core.run.run import RUN_FINISHED, STEP_STARTED, Run
-from deepagent_magics.core.model.step_streaming import STEP_STREAMING, THROTTLE, fields
+from deepagent_magics.core.model.streaming import STEP_STREAMING, THROTTLE, fields
 from deepagent_magics.records.store import runs_dir
 from deepagent_magics.testing import ScriptedLM
 from deepagent_magics.testing_provider import FakeProvider, Reply
@@ -127,7 +127,7 @@ def test_while_the_model_thinks_before_its_first_chunk_the_writing_time_goes_on(
 
 
 def test_a_huge_step_shows_only_its_newest_part_while_written_and_whole_once_done(tmp_path):
-    from deepagent_magics.core.model.step_streaming import SHOWN_CHARS
+    from deepagent_magics.core.model.streaming import SHOWN_CHARS
 
     huge = {"reasoning": "".join(f"line {i} of a very long plan\n" for i in range(20_000)), "code": "SUBMIT(result='ok')"}
     probe = Probe()

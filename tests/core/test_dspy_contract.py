@@ -140,3 +140,23 @@ def test_a_sub_agents_result_keeps_its_type_through_rlms_output_parsing():
     for value in ({"a": 1.5, "b": [1, "x"]}, [1, 2], "3", '{"a": 1}', 2.5, 7, True, None, ""):
         parsed = parse_value(value, JSONValue)
         assert parsed == value and type(parsed) is type(value), value
+
+
+def test_rlms_llm_tools_call_the_sub_lm_they_are_given_once_per_prompt():
+    """core.loop.rlm_seam.AgentRLM._make_llm_tools: RLM builds ``llm_query`` and ``llm_query_batched`` over the
+    ``sub_lm`` (and ``max_llm_calls``) of what it is handed, calling it once per prompt with the prompt alone; so a
+    `QueryLM` there puts every prompt through the pipeline (a query)."""
+    from types import SimpleNamespace
+
+    import dspy
+
+    prompts = []
+
+    def sub_lm(prompt):
+        prompts.append(prompt)
+        return [f"answer to {prompt}"]
+
+    tools = dspy.RLM._make_llm_tools(SimpleNamespace(max_llm_calls=5, sub_lm=sub_lm), None, 4)
+    assert tools["llm_query"]("one") == "answer to one"
+    assert tools["llm_query_batched"](["two", "three"]) == ["answer to two", "answer to three"]
+    assert sorted(prompts) == ["one", "three", "two"]

@@ -20,7 +20,7 @@ import dspy
 from ..policy import approval
 from ..policy.risk import tool_rules
 from . import extensions as _extensions
-from ..model import step_streaming as streaming
+from ..model import streaming
 from ..run import conversations as threads
 from .ending import Stalled, end_early
 from ..model.failures import made_up, reason, steps_ran_out
@@ -31,7 +31,8 @@ from .rlm_seam import AgentRLM
 from .value_kinds import imports_of
 from .variables import BUDGET as VARIABLES_CHARS, variables_view
 from ..model.usage_sink import HISTORY_SIZE, UsageSink
-from .pipeline import observe_steps
+from ..model.calls import REQUEST
+from .pipeline import layers_for, observe_steps, through
 from .profiles import instructions_hash, load_profile
 from ..model.retries import RetryPolicy, with_retries
 from ..run.run import Listener, Run
@@ -147,7 +148,7 @@ class DeepAgent(dspy.Module):
             return action_instructions.compose(text, tools, rules, outputs, lines=lines, can_delegate=can_delegate,
                                                read_only=read_only)
 
-        return rlm_class(signature, compose=compose, render_inputs=self.render_inputs,
+        return rlm_class(signature, compose=compose, render_inputs=self.render_inputs, through=through,
                          tools=self.builtin_tools() + self.extra_tools,
                          interpreter_factory=self.interpreter_factory(), **settings)
 
@@ -256,7 +257,8 @@ class DeepAgent(dspy.Module):
              agent_names: Iterable[str] = (), cwd: Any = None) -> Run:
         lm = resolve_lm(self.lm, namespace=user_namespace)
         sub_lm = resolve_lm(self.sub_lm, namespace=user_namespace) if self.sub_lm is not None else None
-        lm, sub_lm = with_retries(lm, run, self.retry_policy), with_retries(sub_lm, run, self.retry_policy)
+        requests = layers_for(REQUEST)  # each request of the run's LM goes through these (retries among them)
+        lm, sub_lm = with_retries(lm, run, self.retry_policy, requests), with_retries(sub_lm, run, self.retry_policy, requests)
         config = self.config() | {"lm": lm_label(lm)}
         run.config.update(config)
         for listener in listeners:

@@ -16,6 +16,11 @@ text, here and nowhere else, by overriding three of its methods:
   variables view, each whole up to a budget) in place of RLM's previews. RLM hands it to the
   action predictor as a one-item list; `one_text` makes that the plain text the model reads.
 
+And each ``llm_query`` prompt: ``_make_llm_tools`` builds RLM's own ``llm_query`` and
+``llm_query_batched`` (its budget, its threads) over a sub-LM that is a `QueryLM`, so every prompt is a
+`calls.QUERY` call through the pipeline the agent hands in (``through``); the facade keeps RLM's
+``sub_lm`` itself.
+
 And the code: `as_run` takes the Markdown fences off the model's code (`code_fences`) and marks
 it `Code`, which RLM's own fence stripping (``_strip_code_fences``) leaves as it is: what is
 stored for the step is exactly what ran, even code that builds a Markdown report with fences in
@@ -25,13 +30,16 @@ a string. `tests/core/test_dspy_contract.py` fails loudly when DSPy changes any 
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 from typing import Any, Callable
 
 import dspy
 from dspy.primitives.code_interpreter import resolve_interpreter_factory
 from dspy.primitives.repl_types import REPLHistory
 
+from ..model.calls import QUERY, ModelCall, Through, plain
 from ..model.code_fences import runnable
+from ..run import session as _session
 
 ACTION_INPUTS = {
     "variables_info": "the task, its context, the variables",
@@ -96,6 +104,22 @@ class OneTextPredict(dspy.Predict):
         return await super().aforward(**one_text(kwargs))
 
 
+class QueryLM:
+    """RLM's sub-LM as ``llm_query`` sees it: each prompt a `calls.QUERY` call through ``through``, made on
+    ``lm`` (RLM's ``sub_lm``), else on ``dspy.settings.lm`` when it is made."""
+
+    def __init__(self, lm: Any, through: Through):
+        self.lm = lm
+        self.through = through
+
+    def __call__(self, prompt: str) -> Any:
+        lm = self.lm if self.lm is not None else dspy.settings.lm
+        if lm is None:
+            raise dspy.LMNotConfiguredError("No LM configured. Use dspy.configure(lm=...) or pass sub_lm to RLM.")
+        call = ModelCall(None, _session.active(), {"prompt": prompt}, lm, False, QUERY)
+        return self.through(call, lambda **inputs: call.lm(inputs["prompt"]))(prompt=prompt)
+
+
 class AgentRLM(dspy.RLM):
     """``dspy.RLM`` whose action prompt is ours (see the module docstring).
 
@@ -103,12 +127,14 @@ class AgentRLM(dspy.RLM):
         compose: builds the instructions from (the profile's text, the offered tools as
             (name, callable) pairs, the REPL's rules, {output field: what it is}).
         render_inputs: the run's input values -> the text the model reads for them.
+        through: how an ``llm_query`` prompt is made (the pipeline's `through`; default: as it is).
     """
 
     def __init__(self, signature: Any, *, compose: Compose, render_inputs: Callable[[dict[str, Any]], str],
-                 **kwargs: Any):
+                 through: Through = plain, **kwargs: Any):
         self._compose = compose
         self._render_inputs = render_inputs
+        self._through = through
         self._per_run: dict[tuple, Any] = {}
         self._per_run_lock = threading.Lock()
         super().__init__(signature, **kwargs)
@@ -162,3 +188,9 @@ class AgentRLM(dspy.RLM):
 
     def _build_variables(self, **input_args: Any) -> list[Any]:
         return [Rendered(self._render_inputs(input_args))]
+
+    def _make_llm_tools(self, budget: Any = None, max_workers: int = 8) -> dict[str, Callable[..., Any]]:
+        """RLM's own ``llm_query`` tools (its call budget, its batch threads) over a `QueryLM`: DSPy's builder reads
+        ``max_llm_calls`` and ``sub_lm`` of what it is given (`tests/core/test_dspy_contract.py`)."""
+        view = SimpleNamespace(max_llm_calls=self.max_llm_calls, sub_lm=QueryLM(self.sub_lm, self._through))
+        return dspy.RLM._make_llm_tools(view, budget, max_workers)

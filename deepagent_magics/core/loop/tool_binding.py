@@ -17,6 +17,7 @@ import threading
 from typing import Any, Callable
 
 from ..model.facade_requests import facade_requests
+from .pipeline import through
 from ..policy.spend import guard_tool
 from ..run import session as _session
 
@@ -88,7 +89,7 @@ def awaiting(tool: Callable[..., Any]) -> Callable[..., Any]:
     """``tool`` as a plain function: an awaitable it returns is run to completion (`run_coroutine`).
 
     DSPy's facade call tool is given its LM as a `RequestLM` (`core.model.facade_requests`)."""
-    tool = facade_requests(tool)
+    tool = facade_requests(tool, through)
 
     def call(*args: Any, **kwargs: Any) -> Any:
         result = tool(*args, **kwargs)

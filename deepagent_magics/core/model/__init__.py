@@ -2,5 +2,5 @@
 llama.cpp server in this process, `local_server`, serving verified weights, `local_weights`), the sandbox
 facade's requests (`facade_requests`), prompt caching (`caching`), replies a real model sends
 (`replies`), provider retries (`retries`), streaming a step or a query while it is written
-(`step_streaming`, `query_streaming`), compaction of a long history (`compaction`) and why a run
+(`streaming`), compaction of a long history (`compaction`) and why a run
 failed (`failures`). Imports the policy, run and workspace rooms below it."""

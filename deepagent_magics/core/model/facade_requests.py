@@ -12,8 +12,9 @@ builds one for its own native engine (the chat body of the LM's generation setti
 call's, through ``dspy.lm15.request_from_openai_chat``), then turns the ``Response`` back into the
 outputs the adapter reads (DSPy's ``legacy_output``). Everything else reads through to the LM.
 
-Every call a `RequestLM` makes is admitted on its own by the run tree's spend caps (the session the
-tool runs in: `core.policy.spend`): a facade-built ``dspy.ReAct`` or ``RLM`` makes one LM call per
+Every call a `RequestLM` makes is a `calls.FACADE` call through the pipeline it is handed
+(`core.loop.pipeline`), whose spend admission admits it on its own by the run tree's caps (the session
+the tool runs in: `core.policy.spend`): a facade-built ``dspy.ReAct`` or ``RLM`` makes one LM call per
 iteration, and each must fit, as the agent's own steps must.
 
 Kept on the old ``messages=`` call, because a Request cannot carry it: ``n`` > 1 completions (an
@@ -24,7 +25,6 @@ messages lm15 cannot read (then DSPy's own call reports what is wrong).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from typing import Any, Callable
 
@@ -33,8 +33,8 @@ from dspy.clients.base_lm import BaseLM
 from dspy.lm15 import Request, request_from_openai_chat
 from dspy.primitives.facade import FacadeInvocation, SandboxLM
 
-from ..policy import spend
 from ..run import session as _session
+from .calls import FACADE, ModelCall, Through, plain
 
 try:  # where DSPy 3.4 keeps them; without them a pydantic response format keeps the old call
     from dspy.clients.backend_selection import CLIENT_KEYS
@@ -53,32 +53,39 @@ NOT_IN_BODY = set(CLIENT_KEYS) | {"n", "rollout_id", "num_generations", "prompt_
 class RequestLM:
     """The host LM for the facade: a ``messages=`` call goes out as a ``Request``; the rest reads through."""
 
-    def __init__(self, lm: Any):
+    def __init__(self, lm: Any, through: Through = plain):
         self._lm = lm
+        self._through = through
 
     def __getattr__(self, name: str) -> Any:  # model, model_type, kwargs, supports_*, history, ...
         return getattr(self._lm, name)
 
     def __call__(self, prompt: Any = None, *args: Any, messages: Any = None, **kwargs: Any) -> Any:
-        with _admitted():
-            request = None if prompt is not None or args else self._request(messages, kwargs)
-            if request is None:
-                return self._lm(prompt, *args, messages=messages, **kwargs) if messages is not None \
-                    else self._lm(prompt, *args, **kwargs)
-            options = {key: kwargs[key] for key in CALL_OPTIONS if kwargs.get(key) is not None}
-            return self._outputs(self._lm(request, **options), request)
+        call = ModelCall(None, _session.active(), {}, self._lm, False, FACADE)
+        return self._through(call, self._call)(prompt, *args, messages=messages, **kwargs)
 
     async def acall(self, prompt: Any = None, *args: Any, messages: Any = None, **kwargs: Any) -> Any:
-        with _admitted():
-            request = None if prompt is not None or args else self._request(messages, kwargs)
-            if request is None:
-                return await (self._lm.acall(prompt, *args, messages=messages, **kwargs) if messages is not None
-                              else self._lm.acall(prompt, *args, **kwargs))
-            options = {key: kwargs[key] for key in CALL_OPTIONS if kwargs.get(key) is not None}
-            return self._outputs(await self._lm.acall(request, **options), request)
+        call = ModelCall(None, _session.active(), {}, self._lm, True, FACADE)
+        return await self._through(call, self._acall)(prompt, *args, messages=messages, **kwargs)
+
+    def _call(self, prompt: Any = None, *args: Any, messages: Any = None, **kwargs: Any) -> Any:
+        request = None if prompt is not None or args else self._request(messages, kwargs)
+        if request is None:
+            return self._lm(prompt, *args, messages=messages, **kwargs) if messages is not None \
+                else self._lm(prompt, *args, **kwargs)
+        options = {key: kwargs[key] for key in CALL_OPTIONS if kwargs.get(key) is not None}
+        return self._outputs(self._lm(request, **options), request)
+
+    async def _acall(self, prompt: Any = None, *args: Any, messages: Any = None, **kwargs: Any) -> Any:
+        request = None if prompt is not None or args else self._request(messages, kwargs)
+        if request is None:
+            return await (self._lm.acall(prompt, *args, messages=messages, **kwargs) if messages is not None
+                          else self._lm.acall(prompt, *args, **kwargs))
+        options = {key: kwargs[key] for key in CALL_OPTIONS if kwargs.get(key) is not None}
+        return self._outputs(await self._lm.acall(request, **options), request)
 
     def copy(self, **kwargs: Any) -> "RequestLM":
-        return RequestLM(self._lm.copy(**kwargs))
+        return RequestLM(self._lm.copy(**kwargs), self._through)
 
     # ------------------------------------------------------------------ building
     def _request(self, messages: Any, kwargs: dict[str, Any]) -> Request | None:
@@ -116,17 +123,9 @@ class RequestLM:
         return [output] if self._lm.model_type == "responses" or len(output) > 1 else [output["text"]]
 
 
-def _admitted() -> Any:
-    """One facade LM call's admission by the spend caps of the session the tool runs in (`spend.CapReached`
-    when a cap is reached: the predictor's call fails, and the agent's code reads why)."""
-    budget = spend.budget_of_session(_session.active())
-    if budget is None or not budget.capped or budget.holding():
-        return contextlib.nullcontext()
-    return budget.calls_allowed()
-
-
-def facade_requests(tool: Callable[..., Any]) -> Callable[..., Any]:
-    """``tool``, or for DSPy's facade call tool (``FacadeInvocation.call``) the same call with its LM a `RequestLM`."""
+def facade_requests(tool: Callable[..., Any], through: Through = plain) -> Callable[..., Any]:
+    """``tool``, or for DSPy's facade call tool (``FacadeInvocation.call``) the same call with its LM a `RequestLM`
+    whose calls go ``through`` the pipeline (a cap reached: `spend.CapReached`, which the agent's code reads)."""
     invocation = getattr(tool, "__self__", None)
     if not isinstance(invocation, FacadeInvocation) or getattr(tool, "__func__", None) is not FacadeInvocation.call:
         return tool
@@ -139,12 +138,12 @@ def facade_requests(tool: Callable[..., Any]) -> Callable[..., Any]:
         host = invocation._lm
         if host is not None:  # the facade was given its LM (RLM's sub_lm): it uses that one
             if not isinstance(host, (RequestLM, SandboxLM)):
-                invocation._lm = RequestLM(host)
+                invocation._lm = RequestLM(host, through)
             return tool(*args, **kwargs)
         current = dspy.settings.lm
         if current is None or isinstance(current, (RequestLM, SandboxLM)):
             return tool(*args, **kwargs)
-        with dspy.context(lm=RequestLM(current)):  # the facade reads dspy.settings.lm at call time
+        with dspy.context(lm=RequestLM(current, through)):  # the facade reads dspy.settings.lm at call time
             return tool(*args, **kwargs)
 
     call.__name__ = getattr(tool, "__name__", "call")

@@ -2,9 +2,10 @@
 
 DSPy's own client retries transient errors ``num_retries`` times, but it sleeps as long as a
 ``Retry-After`` header says (an hour, if the provider says so) and the run cannot say what it
-is waiting for. So for a run, a ``dspy.LM`` is used through a copy with DSPy's retries off and
-this policy on (`with_retries`): every LM call of the run (each step, ``llm_query``, the
-compaction summary, sub-agents) waits ``Retry-After`` when the provider gives one and it is at
+is waiting for. So for a run, a ``dspy.LM`` is used through a copy with DSPy's retries off (`with_retries`,
+a `RunLM`) whose every request goes through the pipeline's layers for a request
+(`core.loop.pipeline`), among them `RETRIES`: every LM call of the run (each step, ``llm_query``,
+the compaction summary, sub-agents) waits ``Retry-After`` when the provider gives one and it is at
 most `RetryPolicy.max_wait`, else an exponential backoff; a rate limit that asks for longer fails
 at once, saying so. Each wait is a ``provider_retry`` event on the run (data: attempt, wait,
 cause, retries: the most there will be), so the status line can say what the run is waiting for.
@@ -25,17 +26,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 import dspy
 from dspy.utils.exceptions import LMError, is_retryable_lm_error
 
-from .query_streaming import StreamingQueries
 from ..policy.spend import WAIT_SLICE, budget_of, check_retry
 from ..run.event_kinds import PROVIDER_RETRY
-
+from .calls import REQUEST, Call, Layer, ModelCall, compose
 
 
 @dataclass(frozen=True)
@@ -63,56 +63,88 @@ class RetryPolicy:
         return min(self.base_delay * 2 ** (attempt - 1), self.max_wait)
 
 
-class RetryingLM:
-    """Mixed in front of a ``dspy.LM`` subclass (`with_retries`): each call retried by the run's policy."""
+def _retry_wait(lm: Any, exc: BaseException, attempt: int) -> float:
+    """Seconds to wait before retry ``attempt`` of a call on the run's LM ``lm``, announced on its run; the
+    fault itself when it is not to be retried."""
+    policy = lm._deepagent_policy
+    wait = policy.delay(exc, attempt)
+    if wait is None:
+        if is_retryable_lm_error(exc):  # for the run's one-line reason (failures.py)
+            exc.deepagent_attempts = attempt
+            exc.deepagent_policy = policy
+        raise exc
+    run = lm._deepagent_run
+    if run is not None:
+        run.emit(PROVIDER_RETRY, attempt=attempt, wait=wait, cause=cause(exc), retries=policy.retries)
+    return wait
 
-    _deepagent_policy: RetryPolicy
-    _deepagent_run: Any
 
-    def _retry_wait(self, exc: BaseException, attempt: int) -> float:
-        wait = self._deepagent_policy.delay(exc, attempt)
-        if wait is None:
-            if is_retryable_lm_error(exc):  # for the run's one-line reason (failures.py)
-                exc.deepagent_attempts = attempt
-                exc.deepagent_policy = self._deepagent_policy
-            raise exc
-        run = self._deepagent_run
-        if run is not None:
-            run.emit(PROVIDER_RETRY, attempt=attempt, wait=wait, cause=cause(exc),
-                     retries=self._deepagent_policy.retries)
-        return wait
+def retried(call: ModelCall, next_call: Call) -> Call:
+    """The request ``next_call``, made again after a transient fault by the policy of the run's LM: never after a
+    streamed reply was shown, each retry within the tree's caps, each wait sliced to look at them."""
+    lm, run = call.lm, call.lm._deepagent_run
+    if call.is_async:
+        async def aretry(*args: Any, **kwargs: Any) -> Any:
+            attempt = 0
+            while True:
+                emitted = _progress()
+                try:
+                    if attempt:  # the first request was admitted by its caller (a step, ``llm_query``)
+                        check_retry(run)
+                    with emitted as progress:
+                        return await next_call(*args, **kwargs)
+                except LMError as exc:
+                    if getattr(progress, "emitted", False):
+                        raise
+                    attempt += 1
+                    for pause in _pauses(run, _retry_wait(lm, exc, attempt)):
+                        await asyncio.sleep(pause)
+        return aretry
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def retry(*args: Any, **kwargs: Any) -> Any:
         attempt = 0
         while True:
             emitted = _progress()
             try:
                 if attempt:  # the first request was admitted by its caller (a step, ``llm_query``)
-                    check_retry(self._deepagent_run)
+                    check_retry(run)
                 with emitted as progress:
-                    return super().__call__(*args, **kwargs)
+                    return next_call(*args, **kwargs)
             except LMError as exc:
                 if getattr(progress, "emitted", False):
                     raise  # never replay after a streamed reply was shown
                 attempt += 1
-                for pause in _pauses(self._deepagent_run, self._retry_wait(exc, attempt)):
+                for pause in _pauses(run, _retry_wait(lm, exc, attempt)):
                     time.sleep(pause)
+    return retry
+
+
+RETRIES = Layer("retries",
+                "innermost, around each request the run's LM sends (a step's, an llm_query's, compaction's, a facade "
+                "predictor's): a provider fault is asked again, waiting as the provider says, within the caps",
+                lambda call: policy_of(call.lm) is not None, retried, frozenset({REQUEST}))
+
+
+def policy_of(lm: Any) -> RetryPolicy | None:
+    """The retry policy of a run's LM (None: not a run's copy, DSPy's own retries apply)."""
+    return getattr(lm, "_deepagent_policy", None) if isinstance(lm, RunLM) else None
+
+
+class RunLM:
+    """Mixed in front of a ``dspy.LM`` subclass (`with_retries`): each request goes through the layers the run
+    gives it (the pipeline's for `REQUEST`: `RETRIES` by default)."""
+
+    _deepagent_policy: RetryPolicy
+    _deepagent_run: Any
+    _deepagent_layers: tuple[Layer, ...] = (RETRIES,)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        call = ModelCall(None, None, {}, self, False, REQUEST, self._deepagent_run)
+        return compose(call, super().__call__, self._deepagent_layers)(*args, **kwargs)  # type: ignore[misc]
 
     async def acall(self, *args: Any, **kwargs: Any) -> Any:
-        attempt = 0
-        while True:
-            emitted = _progress()
-            try:
-                if attempt:  # the first request was admitted by its caller (a step, ``llm_query``)
-                    check_retry(self._deepagent_run)
-                with emitted as progress:
-                    return await super().acall(*args, **kwargs)
-            except LMError as exc:
-                if getattr(progress, "emitted", False):
-                    raise
-                attempt += 1
-                for pause in _pauses(self._deepagent_run, self._retry_wait(exc, attempt)):
-                    await asyncio.sleep(pause)
+        call = ModelCall(None, None, {}, self, True, REQUEST, self._deepagent_run)
+        return await compose(call, super().acall, self._deepagent_layers)(*args, **kwargs)  # type: ignore[misc]
 
 
 def _pauses(run: Any, wait: float) -> Iterator[float]:
@@ -142,19 +174,19 @@ def _progress() -> Any:
 _classes: dict[type, type] = {}
 
 
-def with_retries(lm: Any, run: Any, policy: RetryPolicy | None) -> Any:
-    """For a run: ``lm`` (a ``dspy.LM``) as a copy retried by ``policy`` whose waits ``run`` hears of."""
+def with_retries(lm: Any, run: Any, policy: RetryPolicy | None, layers: Iterable[Layer] = (RETRIES,)) -> Any:
+    """For a run: ``lm`` (a ``dspy.LM``) as a copy whose requests go through ``layers`` (the pipeline's for a
+    `REQUEST`; `RETRIES` among them retries by ``policy``, its waits heard of by ``run``)."""
     if policy is None or not isinstance(lm, dspy.LM) or not isinstance(getattr(lm, "_engine_spec", "auto"), str):
         return lm  # a custom engine (a ScriptedLM's) owns its connection: DSPy's own retries apply
     base = type(lm)
-    if issubclass(base, RetryingLM):
-        base = base.__mro__[3]  # a sub-agent gets its parent's copy: wrap what it wraps
+    if issubclass(base, RunLM):
+        base = base.__mro__[2]  # a sub-agent gets its parent's copy: wrap what it wraps
     cls = _classes.get(base)
     if cls is None:
-        cls = _classes[base] = type(base.__name__, (StreamingQueries, RetryingLM, base),  # llm_query streams
-                                    {"__module__": base.__module__})
+        cls = _classes[base] = type(base.__name__, (RunLM, base), {"__module__": base.__module__})
     if policy.retries is None:
-        own = lm._deepagent_policy.retries if isinstance(lm, RetryingLM) else getattr(lm, "num_retries", 3)
+        own = lm._deepagent_policy.retries if isinstance(lm, RunLM) else getattr(lm, "num_retries", 3)
         policy = replace(policy, retries=own)
     try:
         copy = lm.copy(num_retries=0)
@@ -163,6 +195,7 @@ def with_retries(lm: Any, run: Any, policy: RetryPolicy | None) -> Any:
     copy.__class__ = cls
     copy._deepagent_policy = policy
     copy._deepagent_run = run
+    copy._deepagent_layers = tuple(layers)
     copy._deepagent_origin = getattr(lm, "_deepagent_origin", lm)  # the user's LM (what `caching` remembers)
     return copy
 

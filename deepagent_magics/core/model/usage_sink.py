@@ -19,9 +19,13 @@ stops sharing the entry objects.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import deque
+from collections.abc import Iterator
 from typing import Any
+
+import dspy
 
 from ..policy import spend
 from ..run.run import Run
@@ -83,3 +87,16 @@ class UsageSink:
 
     def __init__(self, run: Run):
         self.history = _Sink(run)
+
+
+def counted() -> bool:
+    """Whether this thread's DSPy settings already count LM calls on a run (a run's loop, a query of it)."""
+    return any(isinstance(module, UsageSink) for module in dspy.settings.caller_modules or [])
+
+
+@contextlib.contextmanager
+def counting(run: Run) -> Iterator[None]:
+    """Around an LM call made where no run's sink is in the settings (the agent's code in a thread of its own):
+    its usage counted on ``run`` too (the pipeline's ``usage`` layer)."""
+    with dspy.context(caller_modules=[*(dspy.settings.caller_modules or []), UsageSink(run)]):
+        yield

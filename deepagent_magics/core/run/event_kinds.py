@@ -30,8 +30,8 @@ SPEND_CAP = "spend_cap"  # loop.ending; data: reason: a cap stopped the run's tr
 REPLY_RETRY = "reply_retry"  # loop.attempts; data: step, attempt, problem: an unreadable reply, asked again
 PROVIDER_RETRY = "provider_retry"  # model.retries; data: attempt, wait, cause, retries
 COMPACTION = "compaction"  # model.compaction; data: step, summarized, summary, chars_before, chars_after
-STEP_STREAMING = "step_streaming"  # model.step_streaming; data: index, reasoning, code, elapsed (partial)
-LLM_QUERY_STREAMING = "llm_query_streaming"  # model.query_streaming; data: tool, step, query, text, elapsed, done
+STEP_STREAMING = "step_streaming"  # model.streaming; data: index, reasoning, code, elapsed (partial)
+LLM_QUERY_STREAMING = "llm_query_streaming"  # model.streaming; data: tool, step, query, text, elapsed, done
 
 TRANSIENT = frozenset({STEP_STREAMING, LLM_QUERY_STREAMING})  # shown while written, never recorded
 

@@ -7,7 +7,7 @@ step (``run.tree``), instead of each policy walking ``run.parent`` up by itself.
 
 The run room sits below the rooms whose objects these are (policy, the delegation tools), so the
 fields are typed loosely here; each owner's module says what it keeps (`policy.spend.budget_of`,
-`policy.steering.steering_of`, `policy.approval.approver_of`, `model.step_streaming.wanted`,
+`policy.steering.steering_of`, `policy.approval.approver_of`, `model.streaming.wanted`,
 ``tools/delegation/tree.tree_of``).
 """
 

@@ -7,40 +7,22 @@ run's, so nothing would check or count the call. While a run with caps is live, 
 ``dspy.BaseLM.__call__`` and ``acall`` (reference-counted, like `guards`): a call made by the
 agent's code (`hook.which_run`: the step's thread or a thread its code started) that no admission
 holds yet is admitted on its own, and counted on the run (its usage sink is put into DSPy's
-settings for the call when the thread's settings lack one). Calls of the host and of the user's
+settings for the call when the thread's settings lack one): a `calls.DIRECT` call through the pipeline,
+whose ``spend admission`` and ``usage`` layers do that (`core.loop.pipeline`). Calls of the host and of the user's
 code pass through untouched. An LM class that overrides ``__call__`` without calling
 ``BaseLM.__call__`` is not seen.
 """
 
 from __future__ import annotations
 
-import contextlib
-from typing import Any, Iterator
+from typing import Any
 
-import dspy
 from dspy.clients.base_lm import BaseLM
 
-from ...core.model.usage_sink import UsageSink
-from ...core.policy import spend
+from ...core.loop.pipeline import through
+from ...core.model.calls import DIRECT, ModelCall
 from ..guards import Patches
 from .hook import which_run
-
-
-@contextlib.contextmanager
-def admitted(run: Any) -> Iterator[None]:
-    """Around one LM call made by ``run``'s agent code: admitted by the caps (unless a call this thread has
-    in flight already is: a predictor's own request), and counted on the run."""
-    budget = spend.budget_of(run) if run is not None else None
-    if budget is None or not budget.capped or budget.holding():
-        yield
-        return
-    with budget.calls_allowed():
-        modules = list(dspy.settings.caller_modules or [])
-        if any(isinstance(module, UsageSink) for module in modules):
-            yield
-        else:
-            with dspy.context(caller_modules=[*modules, UsageSink(run)]):
-                yield
 
 
 def _patches(patches: Patches) -> list[tuple[Any, str, Any]]:
@@ -49,14 +31,14 @@ def _patches(patches: Patches) -> list[tuple[Any, str, Any]]:
     def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not patches.active():
             return call(self, *args, **kwargs)
-        with admitted(which_run()):
-            return call(self, *args, **kwargs)
+        direct = ModelCall(None, None, {}, self, False, DIRECT, which_run())
+        return through(direct, lambda *a, **k: call(self, *a, **k))(*args, **kwargs)
 
     async def acall(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not patches.active():
             return await acall_original(self, *args, **kwargs)
-        with admitted(which_run()):
-            return await acall_original(self, *args, **kwargs)
+        direct = ModelCall(None, None, {}, self, True, DIRECT, which_run())
+        return await through(direct, lambda *a, **k: acall_original(self, *a, **k))(*args, **kwargs)
 
     __call__.__wrapped__ = call  # type: ignore[attr-defined]
     acall.__wrapped__ = acall_original  # type: ignore[attr-defined]

@@ -154,3 +154,53 @@ def test_a_flag_naming_no_capability_is_one_usage_error_line(ip):
         with pytest.raises(UsageError, match=said) as caught:
             ip.run_line_magic("deepagent_config", line)
         assert type(caught.value) is UsageError and "\n" not in str(caught.value)
+
+
+# ------------------------------------------------------------ a layer of the user's around every model call
+def house_style(seen: list) -> Capability:
+    """docs/capabilities.md's example: every model call counted, every query and step given a house rule."""
+    from deepagent_magics import Layer
+
+    def wrap(call, next_call):
+        def run(**inputs):
+            seen.append(call.kind)
+            if call.kind == "query":
+                inputs = {**inputs, "prompt": "HOUSE RULE: one line. " + inputs["prompt"]}
+            elif call.kind == "step":
+                inputs = {**inputs, "variables_info": inputs["variables_info"] + "\n\nHOUSE RULE: be brief."}
+            return next_call(**inputs)
+        return run
+
+    return Capability("house style", layers=[Layer("house style", "every call counted; a rule added to each",
+                                                   lambda call: True, wrap)])
+
+
+def test_a_users_layer_sees_and_changes_every_step_and_every_query(tmp_path):
+    seen: list = []
+    lm = ScriptedLM([("Ask twice.", "a = llm_query('first?')\nb = llm_query_batched(['second?', 'third?'])"),
+                     ("Done.", "SUBMIT(result=a + '|' + '|'.join(b))")],
+                    replies=lambda prompt: "ANSWER TO " + prompt)
+    run = DeepAgent(lm=lm, workspace=tmp_path, extensions=[house_style(seen)]).run("ask", namespace={})
+    assert run.status == "finished", run.error
+    assert sorted(seen) == ["query", "query", "query", "step", "step"]  # both steps, each prompt of the batch
+    assert run.result.count("ANSWER TO HOUSE RULE: one line.") == 3  # each query changed before the model saw it
+    steps = [request for request in lm.requests if "[[ ## variables_info ## ]]" in request["user"]]
+    assert len(steps) == 2 and all("HOUSE RULE: be brief." in request["user"] for request in steps)
+
+
+def test_without_the_layer_nothing_is_counted_or_changed(tmp_path):
+    lm = ScriptedLM([("Ask.", "a = llm_query('first?')"), ("Done.", "SUBMIT(result=a)")],
+                    replies=lambda prompt: "ANSWER TO " + prompt)
+    run = DeepAgent(lm=lm, workspace=tmp_path).run("ask", namespace={})
+    assert run.result == "ANSWER TO first?" and "HOUSE RULE" not in str(lm.requests)
+
+
+def test_a_users_layer_is_in_the_pipeline_a_sub_agent_s_calls_go_through(tmp_path):
+    """The layer belongs to the agent's capabilities, which its sub-agents share: their calls are seen too
+    (no kernel needed to check that a child is given them)."""
+    from deepagent_magics.tools.delegation.subagent import SubAgent
+
+    seen: list = []
+    parent = DeepAgent(lm=ScriptedLM([]), workspace=tmp_path, extensions=[house_style(seen)])
+    child = SubAgent(profile="default", depth=1, max_depth=2, extensions=parent.extensions)
+    assert [layer.name for layer in child.extensions.layers()] == ["house style"]

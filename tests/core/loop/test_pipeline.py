@@ -1,5 +1,5 @@
-"""core/loop/pipeline.py: one ordered list of what wraps a step's model call, shared by the sync and
-async paths, each layer built only when the step uses it."""
+"""core/loop/pipeline.py: one ordered list of what wraps every model call (a step's, a query's, each request's),
+shared by the sync and async paths, each layer built only when the call uses it."""
 
 from __future__ import annotations
 
@@ -9,15 +9,16 @@ import dspy
 import pytest
 
 from deepagent_magics.core.loop import pipeline
-from deepagent_magics.core.loop.pipeline import STEP_PIPELINE, Layer, Step, compose
+from deepagent_magics.core.loop.pipeline import PIPELINE, STEP_PIPELINE, Layer, Step, compose
+from deepagent_magics.core.model.calls import QUERY, REQUEST, STEP
 from deepagent_magics.core.policy.spend import SpendBudget
 from deepagent_magics.core.policy.steering import steering_of
 from deepagent_magics.core.run.run import Run
 from deepagent_magics.core.run.session import Session
 from deepagent_magics.core.workspace.workspace import Workspace
 
-ORDER = ["remember inputs", "stop check", "stall check", "spend admission", "attempts", "compaction", "user notes",
-         "kept for --last", "end marker as stop", "cache marks", "streaming"]
+ORDER = ["remember inputs", "stop check", "stall check", "spend admission", "usage", "attempts", "compaction",
+         "user notes", "capabilities", "kept for --last", "end marker as stop", "cache marks", "streaming", "retries"]
 
 
 def _step(tmp_path, *, is_async=False, lm=None, run=None) -> Step:
@@ -28,9 +29,16 @@ def _step(tmp_path, *, is_async=False, lm=None, run=None) -> Step:
 
 
 def test_the_layers_are_in_the_documented_order_each_with_its_reason():
-    assert [layer.name for layer in STEP_PIPELINE] == ORDER
-    assert all(len(layer.why) > 20 for layer in STEP_PIPELINE)
-    assert pipeline.describe().splitlines()[0].startswith("1. remember inputs: ")
+    assert [layer.name for layer in PIPELINE] == ORDER and STEP_PIPELINE is PIPELINE
+    assert all(len(layer.why) > 20 for layer in PIPELINE)
+    assert pipeline.describe().splitlines()[0].startswith("1. remember inputs (step): ")
+    assert "streaming (step, query): " in pipeline.describe() and "retries (request): " in pipeline.describe()
+
+
+def test_a_step_and_a_query_compose_the_same_layers_where_they_apply_to_both():
+    both = [layer.name for layer in PIPELINE if {STEP, QUERY} <= layer.kinds]
+    assert both == ["capabilities", "streaming"]
+    assert pipeline.layers_for(REQUEST) == (pipeline.RETRIES,)  # what a run's LM makes each request through
 
 
 def test_a_run_pays_only_for_the_layers_it_uses(tmp_path):
@@ -38,15 +46,15 @@ def test_a_run_pays_only_for_the_layers_it_uses(tmp_path):
     step = _step(tmp_path, run=run)
     step.lm = dspy.LM("openai/x", api_key="k")
     run.tree.stream = False
-    used = [layer.name for layer in STEP_PIPELINE if layer.applies(step)]
+    used = [layer.name for layer in PIPELINE if layer.applies_to(step)]
     assert used == ["remember inputs", "attempts", "compaction", "kept for --last", "end marker as stop"]  # no caps,
     # steering, stream, cache marks
     step.lm = dspy.LM("openai/o3", api_key="k", temperature=1.0, max_tokens=16000)  # refuses a stop sequence
-    assert "end marker as stop" not in [layer.name for layer in STEP_PIPELINE if layer.applies(step)]
+    assert "end marker as stop" not in [layer.name for layer in PIPELINE if layer.applies_to(step)]
 
     run.spend = SpendBudget(max_tokens=1000, run=run)
     steering_of(run, create=True)
-    used = [layer.name for layer in STEP_PIPELINE if layer.applies(step)]
+    used = [layer.name for layer in PIPELINE if layer.applies_to(step)]
     assert used == ["remember inputs", "stop check", "spend admission", "attempts", "compaction", "user notes",
                     "kept for --last"]  # (o3: no stop sequence)
 
@@ -55,7 +63,7 @@ def test_a_sub_agent_step_sees_its_trees_caps_in_one_step(tmp_path):
     root = Run("root")
     root.spend = SpendBudget(max_tokens=10, run=root)
     child = root.add_child("child")
-    names = [layer.name for layer in STEP_PIPELINE if layer.applies(_step(tmp_path, run=child))]
+    names = [layer.name for layer in PIPELINE if layer.applies_to(_step(tmp_path, run=child))]
     assert "spend admission" in names
 
 
@@ -84,7 +92,7 @@ def test_sync_and_async_calls_go_through_the_same_list_outermost_first(tmp_path,
 
 
 def test_the_agents_predictor_calls_through_the_pipeline(tmp_path, monkeypatch):
-    """StepPredict really goes through STEP_PIPELINE: a layer added to it sees every step."""
+    """StepPredict really goes through PIPELINE: a layer added to it sees every step."""
     from deepagent_magics import DeepAgent
     from deepagent_magics.testing import ScriptedLM
 
@@ -96,7 +104,7 @@ def test_the_agents_predictor_calls_through_the_pipeline(tmp_path, monkeypatch):
             return call(**inputs)
         return run
 
-    monkeypatch.setattr(pipeline, "STEP_PIPELINE", (Layer("spy", "test", lambda step: True, spy), *STEP_PIPELINE))
+    monkeypatch.setattr(pipeline, "PIPELINE", (Layer("spy", "test", lambda step: True, spy), *PIPELINE))
     lm = ScriptedLM([("Look.", "x = 1"), ("Answer.", "SUBMIT(result='done')")])
     agent = DeepAgent(lm=lm, workspace=tmp_path)
     agent.record_runs = False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from deepagent_magics.core.model import step_streaming
+from deepagent_magics.core.model import streaming as step_streaming
 from deepagent_magics.core.policy import approval, spend, steering
 from deepagent_magics.core.run.run import Run
 

@@ -1,7 +1,7 @@
-"""Streaming: the reasoning and code of the step the model is writing, on the run's events as they arrive.
+"""Streaming: what the model writes, on the run's events as it arrives: a step's reasoning and code, an ``llm_query``'s answer.
 
 A step's LM call can take many seconds. When the run's LM is DSPy's own client, the
-action predictor (`core.loop.pipeline.StepPredict`) asks it to stream: the call goes through
+pipeline's streaming layer (`core.loop.pipeline`) asks it to stream: a step's call goes through
 ``dspy.Predict.aforward`` with a `StepStream` as DSPy's ``send_stream`` (what
 ``dspy.streamify`` sets up), so every chunk the provider sends arrives here, in the
 calling thread (or, under a running event loop such as a notebook's, a helper thread
@@ -12,8 +12,15 @@ while the caller waits). `StepStream` keeps the text so far, splits it into the
 arrives: ``index`` (the step being written), ``reasoning``, ``code`` and ``elapsed``
 (seconds since the call began).
 
-Streaming changes only what is shown while a step is written: the prediction is the
-same, and the event is transient (`TRANSIENT`: the event log and the record skip it), so
+An ``llm_query`` prompt a running step's code is waiting for (each prompt of
+``llm_query_batched`` too) streams the same way (`streamed_query`): its chunks become
+`LLM_QUERY_STREAMING` events (a `QueryStream`): ``tool`` ("llm_query"), ``step`` (the running
+step), ``query`` (its number in the run), ``text`` (the newest `SHOWN_CHARS` of the answer so
+far, scrubbed), ``elapsed``, and ``done`` (the last event of a query). Both go through one call,
+`streamed_call`, with the same fallbacks.
+
+Streaming changes only what is shown while the model writes: the prediction and the answer are
+the same, and the events are transient (`TRANSIENT`: the event log and the record skip them), so
 a run's record is the same with and without it. It falls back, silently, to the ordinary
 call when the LM is not DSPy's client (``ScriptedLM``, ``DummyLM``, a custom engine),
 when something else already streams (``dspy.streamify`` around the agent), when the
@@ -21,15 +28,16 @@ run (or an ancestor) opted out (``DeepAgent(stream=False)``, ``--no-stream``), w
 stream breaks after it began (DSPy does not retry a call that already emitted: that call
 is made again, unstreamed, once), and when the server answers a request to stream with
 no stream at all (that call is made again unstreamed, and that LM is not asked to stream
-again). An answer that does not parse gets DSPy's own next try, the JSON adapter (which
-DSPy skips once a stream has shown text), so a model answering in JSON or prose is asked
-exactly as without streaming.
+again). An answer of a step that does not parse gets DSPy's own next try, the JSON adapter
+(which DSPy skips once a stream has shown text), so a model answering in JSON or prose is asked
+exactly as without streaming. The displays show them: display/streaming.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import itertools
 import re
 import threading
 import time
@@ -41,7 +49,8 @@ import dspy
 from ...errors import DeepAgentError
 from ..run.secrets import scrub
 from ..run.run_tree import tree_of
-from ..run.event_kinds import LLM_QUERY_STREAMING, STEP_STREAMING, TRANSIENT
+from ..run.event_kinds import LLM_QUERY_STREAMING, STEP_STREAMING, TRANSIENT  # noqa: F401 - TRANSIENT: read here
+from .calls import Call, ModelCall
 
 THROTTLE = 0.1  # seconds between two events of one streaming step
 SHOWN_CHARS = 4000  # of each field, the newest; the step's entry shows the whole once it is written
@@ -106,7 +115,7 @@ def _unfinished(text: str) -> str:
     return text
 
 
-def _tail(text: str) -> str:
+def tail(text: str) -> str:
     """The newest `SHOWN_CHARS` of ``text`` (a display patched ten times a second must not carry megabytes)."""
     return text if len(text) <= SHOWN_CHARS else "…" + text[-(SHOWN_CHARS - 1):]
 
@@ -151,7 +160,7 @@ class StepStream:
             return  # a late chunk of a run that has ended shows nothing
         self._last = time.monotonic()
         reasoning, code = fields("".join(self.parts))
-        self.run.emit(STEP_STREAMING, index=self.index, reasoning=scrub(_tail(reasoning)), code=scrub(_tail(code)),
+        self.run.emit(STEP_STREAMING, index=self.index, reasoning=scrub(tail(reasoning)), code=scrub(tail(code)),
                       elapsed=round(time.time() - self.started, 1))
 
     async def tick(self, call: "asyncio.Task[Any] | None" = None, every: float = TICK) -> None:
@@ -178,14 +187,23 @@ def call(predict: Any, lm: Any, kwargs: dict[str, Any], plain: Callable[[], Any]
     run = session.run if session is not None else None
     if run is None or not can_stream(lm) or not wanted(run) or dspy.settings.send_stream is not None:
         return plain()
-    stream = StepStream(run)
+    return streamed_call(StepStream(run), lambda: dspy.Predict.aforward(predict, **kwargs), plain, lm,
+                         json_fallback=True)
+
+
+def streamed_call(stream: "StepStream", start: Callable[[], Any], plain: Callable[[], Any], lm: Any, *,
+                  json_fallback: bool = False) -> Any:
+    """``start()`` (a coroutine: DSPy's async call) made with ``stream`` as DSPy's ``send_stream``, here or beside
+    a running event loop; what a step and an ``llm_query`` fall back on alike: a server that will not stream
+    (``plain()``, and ``lm`` is not asked to stream again), an answer that does not parse (DSPy's own JSON
+    adapter, ``json_fallback``: a step's), a stream cut off midway (``plain()`` once, what was shown taken back)."""
     stream.emit()  # "writing…" from the moment the call goes out
 
     async def streamed() -> Any:
         ticking = asyncio.ensure_future(stream.tick(asyncio.current_task()))  # "writing… Ns" goes on
         try:
             with dspy.context(send_stream=stream):
-                return await dspy.Predict.aforward(predict, **kwargs)
+                return await start()
         finally:
             ticking.cancel()
 
@@ -193,17 +211,17 @@ def call(predict: Any, lm: Any, kwargs: dict[str, Any], plain: Callable[[], Any]
         return _run(streamed, stream)
     except StreamCancelled:
         raise
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever the streamed call raised: a fallback below, or raised as it is
         if not stream.chunks and _unreadable(exc):
             refuses(lm)  # a server that answers a request to stream with something else: ask plainly from now on
             return plain()
-        fallback = _json_fallback(exc)
+        fallback = _json_fallback(exc) if json_fallback else None
         if fallback is not None:  # DSPy's own next try, which it skips once a stream has shown text
             with dspy.context(adapter=fallback):
                 return plain()
         if stream.chunks and _retryable(exc):
             stream.parts.clear()
-            stream.emit()  # what was shown of the broken answer goes; the step is asked again, whole
+            stream.emit()  # what was shown of the broken answer goes; the call is asked again, whole
             return plain()  # a stream cut off midway: DSPy retries only what has not emitted
         raise
 
@@ -246,7 +264,7 @@ def _retryable(exc: BaseException) -> bool:
 
     try:  # a stream that ended without its end (a dropped connection) is a transport fault too
         return isinstance(exc, LMStreamAssemblyError) or bool(is_retryable_lm_error(exc))
-    except Exception:
+    except Exception:  # noqa: BLE001 - DSPy's classifier failing on an odd exception: not a transport fault
         return False
 
 
@@ -276,3 +294,52 @@ def _run(factory: Callable[[], Any], stream: StepStream) -> Any:
     if "error" in outcome:
         raise outcome["error"]
     return outcome.get("value")
+
+
+# ------------------------------------------------------------ an llm_query
+TOOL = "llm_query"
+_numbers: "weakref.WeakKeyDictionary[Any, itertools.count[int]]" = weakref.WeakKeyDictionary()
+_numbers_lock = threading.Lock()
+
+
+def _number(run: Any) -> int:
+    with _numbers_lock:
+        counter = _numbers.get(run)
+        if counter is None:
+            counter = _numbers[run] = itertools.count(1)
+        return next(counter)
+
+
+class QueryStream(StepStream):
+    """DSPy's ``send_stream`` for one ``llm_query``: its chunks become `LLM_QUERY_STREAMING` events."""
+
+    def __init__(self, run: Any, step: int):
+        super().__init__(run)
+        self.step = step
+        self.query = _number(run)
+
+    def emit(self, done: bool = False) -> None:
+        if self.run.ended_at is not None:
+            return  # a late chunk of a run that has ended shows nothing
+        self._last = time.monotonic()
+        self.run.emit(LLM_QUERY_STREAMING, tool=TOOL, step=self.step, query=self.query,
+                      text=scrub(tail("".join(self.parts))), elapsed=round(time.time() - self.started, 1), done=done)
+
+
+def query_streams(call: ModelCall) -> bool:
+    """Whether this query can stream: a step of its run is running, its LM is DSPy's client, nothing else streams."""
+    run = call.run
+    step = run.open_step if run is not None and run.ended_at is None else None
+    return step is not None and can_stream(call.lm) and wanted(run) and dspy.settings.send_stream is None
+
+
+def streamed_query(call: ModelCall, next_call: Call) -> Call:
+    """The query ``next_call`` (its plain call), made streamed instead (the pipeline's streaming layer)."""
+    def query(**inputs: Any) -> Any:
+        run, lm, prompt = call.run, call.lm, inputs["prompt"]
+        stream = QueryStream(run, run.open_step.index)
+        try:
+            return streamed_call(stream, lambda: lm.acall(prompt), lambda: next_call(**inputs), lm)
+        finally:
+            stream.emit(done=True)
+    return query
