@@ -291,3 +291,40 @@ def test_the_tool_name_rule_sees_names_as_data_calls_and_quotes():
     assert named_tools("delegate", names) == ["delegate"] and named_tools("use `ls` here", names) == ["ls"]
     assert named_tools("then read_skill('x') or ls()", names) == ["ls"]
     assert named_tools("a tool's delegated work, tools.ls(", names) == []
+
+
+def private_imports(name: str, path: Path, known: set[str]) -> list[str]:
+    """``from <another module of the package> import _name``: a name its module keeps to itself, taken across."""
+    tree = ast.parse(path.read_text())
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = package.split(".")
+            target = ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else []))
+        else:
+            target = node.module or ""
+        if target not in known or target == name:
+            continue
+        found += [f"{name} imports {alias.name} from {target}" for alias in node.names
+                  if alias.name.startswith("_") and not alias.name.startswith("__") and f"{target}.{alias.name}" not in known]
+    return found
+
+
+def test_no_private_name_crosses_a_module():
+    """A module's ``_name`` is its own: another module that needs it asks for a public name (what the two share is
+    then said where it is defined). A private module of a package (``_compat``) may be imported by the package."""
+    known = set(modules())
+    crossing = [line for name, path in modules().items() for line in private_imports(name, path, known)]
+    assert not crossing, "\n".join(crossing)
+
+
+def test_the_private_import_rule_sees_relative_and_absolute_imports(tmp_path):
+    source = tmp_path / "mod.py"
+    source.write_text("from .other import _hidden, shown\nfrom deepagent_magics.core.run.run import _thing\n")
+    known = {"deepagent_magics.core.run.other", "deepagent_magics.core.run.run", "deepagent_magics.core.run.mod"}
+    assert private_imports("deepagent_magics.core.run.mod", source, known) == [
+        "deepagent_magics.core.run.mod imports _hidden from deepagent_magics.core.run.other",
+        "deepagent_magics.core.run.mod imports _thing from deepagent_magics.core.run.run"]

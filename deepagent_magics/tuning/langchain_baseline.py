@@ -22,7 +22,7 @@ from typing import Any
 import dspy
 
 from ..errors import UserError
-from .systems import Outcome, _prepare
+from .systems import Outcome, set_up_example
 
 DEEPAGENTS = "deepagents"
 _STDOUT = threading.Lock()
@@ -73,7 +73,7 @@ class DeepAgentsSystem:
         from deepagents.backends import FilesystemBackend
 
         with tempfile.TemporaryDirectory(prefix="deepagent-langchain-") as workspace:
-            namespace = _prepare(example, workspace) | {"workspace": workspace}
+            namespace = set_up_example(example, workspace) | {"workspace": workspace}
 
             def run_python(code: str) -> str:
                 """Run Python code in a namespace holding the task's variables; return what it printed."""

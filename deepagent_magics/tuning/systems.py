@@ -48,7 +48,7 @@ def _task_text(example: dspy.Example) -> str:
     return f"{example.task}\n\nContext:\n{context}" if context else example.task
 
 
-def _prepare(example: Any, workspace: str) -> dict[str, Any]:
+def set_up_example(example: Any, workspace: str) -> dict[str, Any]:
     """The example's files written into ``workspace`` and its starting variables (none without ``prepare``)."""
     prepare = example.get("prepare") if example is not None else None
     return dict(prepare(Path(workspace)) or {}) if callable(prepare) else {}
@@ -105,7 +105,7 @@ class IsolatedAgent(dspy.Module):
 
     def run(self, task: str, context: str = "", example: Any = None) -> Run:
         with tempfile.TemporaryDirectory(prefix="deepagent-eval-") as workspace:
-            namespace = _prepare(example, workspace)
+            namespace = set_up_example(example, workspace)
             return self.agent.run(task, namespace=namespace, context=context or "", workspace=workspace, cwd=workspace)
 
     def forward(self, task: str, context: str = "") -> dspy.Prediction:
@@ -157,7 +157,7 @@ class ReActSystem:
     def __call__(self, example: dspy.Example) -> Outcome:
         run = Run(example.task, profile="react")
         with tempfile.TemporaryDirectory(prefix="deepagent-react-") as workspace:
-            _prepare(example, workspace)  # the files; ReAct has no namespace for the variables
+            set_up_example(example, workspace)  # the files; ReAct has no namespace for the variables
             token = activate(Session(run, Workspace(workspace), agent=self.agent))
             try:
                 with dspy.context(lm=self.lm, track_usage=True, caller_modules=[UsageSink(run)]):
@@ -180,7 +180,7 @@ class RLMSystem:
     def __call__(self, example: dspy.Example) -> Outcome:
         run = Run(example.task, profile="rlm")
         with tempfile.TemporaryDirectory(prefix="deepagent-rlm-") as workspace:
-            namespace = _prepare(example, workspace)
+            namespace = set_up_example(example, workspace)
             session = Session(run, Workspace(workspace), agent=self.agent, cwd=workspace)  # its steps run there
             module = dspy.RLM("task -> result", max_iters=self.agent.max_iters, max_llm_calls=self.agent.max_llm_calls,
                               interpreter_factory=self.agent.interpreter_factory(session, namespace))

@@ -34,7 +34,7 @@ from .gateway_channels import WebsocketKernelClient
 from .gateway_leftovers import forget, remember, sweep
 from .kernel_limits import KernelLimits
 from .limits import ResourceLimits
-from .pooled_kernel import _INSTALL, STARTUP_TIMEOUT, Kernel, KernelStartError, _context, _sources
+from .pooled_kernel import INSTALL, STARTUP_TIMEOUT, Kernel, KernelStartError, shipped_sources, zmq_context
 
 log = logging.getLogger(__name__)
 
@@ -214,10 +214,10 @@ class GatewayKernel(Kernel):
         self.started_at = time.time()
         try:
             self.client = WebsocketKernelClient(self.gateway.ws_url(self.kernel_id), self.gateway.headers(),
-                                                _context(), timeout=timeout)
+                                                zmq_context(), timeout=timeout)
             self.client.start_channels()
             self._wait_ready(timeout)
-            self.run_setup(_INSTALL.format(sources=_sources(), host_pid=None, lifeline_fd=None, kernel_dir=None),
+            self.run_setup(INSTALL.format(sources=shipped_sources(), host_pid=None, lifeline_fd=None, kernel_dir=None),
                            timeout)
             if self.limits is not None:
                 self.run_setup(self.limits.remote_setup(), timeout)

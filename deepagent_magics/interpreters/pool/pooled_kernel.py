@@ -44,7 +44,7 @@ STARTUP_TIMEOUT = 60.0
 # `_deepagent_<name>` in the kernel's sys.modules (a folder's `/` becomes `_`), in this order; kernel_side comes
 # last and installs.
 SHIPPED = ("wire", "processes", "guards", "output_limit", "runtime_checks/actions", "runtime_checks/hook", "kernel_side")
-_INSTALL = (
+INSTALL = (
     "def _deepagent_install(sources):\n"
     "    import sys, types\n"
     "    for name, filename, source in sources:\n"
@@ -154,7 +154,7 @@ class Kernel:
             self.kill()
             raise KernelStartError("the process is exiting")
         try:
-            self.client = BlockingKernelClient(connection_file=self.manager.connection_file, context=_context())
+            self.client = BlockingKernelClient(connection_file=self.manager.connection_file, context=zmq_context())
             self.client.load_connection_file()
             self.client.start_channels(hb=False)
             self._wait_ready(timeout)
@@ -162,7 +162,7 @@ class Kernel:
                 self.signal_group = _inner_pid(self.pid)
             if self.limits is not None:
                 self.limits.started(self.pid, self.signal_group)
-            self.run_setup(_INSTALL.format(sources=_sources(), host_pid=os.getpid(),
+            self.run_setup(INSTALL.format(sources=shipped_sources(), host_pid=os.getpid(),
                                            lifeline_fd=lifecycle.lifeline(), kernel_dir=self.dir), timeout)
             self._preinstall_dspy_shim(timeout)
         except Exception as exc:
@@ -332,7 +332,7 @@ class Kernel:
 _zmq_context: zmq.Context | None = None
 
 
-def _context() -> zmq.Context:
+def zmq_context() -> zmq.Context:
     """One zmq context for every kernel client (a context per client would be a thread each)."""
     global _zmq_context
     if _zmq_context is None:
@@ -360,7 +360,7 @@ def _inner_pid(pid: int | None) -> int | None:
     return int(children[0]) if children else None
 
 
-def _sources() -> list[tuple[str, str, str]]:
+def shipped_sources() -> list[tuple[str, str, str]]:
     """(name, filename, source) of each module in `SHIPPED`; kernel_side compiles as RUNTIME_FILENAME
     (the agent's tracebacks leave its frames out by that name)."""
     global _SOURCES
