@@ -1,0 +1,80 @@
+"""tuning/systems.py: the systems an evaluation compares, each example in a fresh namespace and workspace, on one LM."""
+
+from __future__ import annotations
+
+import dspy
+import pytest
+
+from deepagent_magics import DeepAgent, ScriptedLM
+from deepagent_magics.core.run.run import Run, Usage
+from deepagent_magics.tuning.systems import (
+    DEEP_AGENT,
+    OPTIMIZED,
+    STEP_TEXT,
+    CoTSystem,
+    DeepAgentSystem,
+    IsolatedAgent,
+    ReActSystem,
+    RLMSystem,
+    priced,
+    set_up_example,
+    steps_of,
+    systems_for,
+)
+
+
+def prepare(folder):
+    (folder / "data.csv").write_text("a,b\n1,2\n")
+    return {"rows": [1, 2]}
+
+
+def test_an_example_sets_up_its_files_and_starting_variables(tmp_path):
+    assert set_up_example(dspy.Example(task="t", prepare=prepare), str(tmp_path)) == {"rows": [1, 2]}
+    assert (tmp_path / "data.csv").is_file()
+    assert set_up_example(dspy.Example(task="t"), str(tmp_path)) == {} and set_up_example(None, str(tmp_path)) == {}
+
+
+def test_the_deep_agent_runs_each_example_in_its_own_workspace_with_its_variables():
+    lm = ScriptedLM([("Read.", "import os\nfiles = [f for f in sorted(os.listdir('.')) if not f.startswith('.')]\n"
+                               "SUBMIT(result=f'{files} {sum(rows)}')")])
+    outcome = DeepAgentSystem(DeepAgent(lm=lm))(dspy.Example(task="Sum the rows", prepare=prepare).with_inputs("task"))
+    assert outcome.pred.result == "['data.csv'] 3" and outcome.steps == 1 and outcome.error is None
+    assert IsolatedAgent(DeepAgent(lm=lm)).agent.ask is None  # no one answers approval in an evaluation
+
+
+def test_the_baselines_answer_on_the_same_lm():
+    lm = ScriptedLM(["finished"], replies=lambda prompt: {"reasoning": "think", "result": "cot says 4",
+                                                           "next_thought": "done", "next_tool_name": "finish",
+                                                           "next_tool_args": "{}"})
+    example = dspy.Example(task="Double 2").with_inputs("task")
+    assert CoTSystem(lm)(example).pred.result == "cot says 4"
+    agent = DeepAgent(lm=lm)
+    react = ReActSystem(agent, lm)(example)
+    assert react.pred.result == "cot says 4" and react.steps == 1
+    systems = systems_for(agent, ["cot", "react", "rlm"], optimized=agent, lm=lm)
+    assert list(systems) == ["cot", "react", "rlm", DEEP_AGENT, OPTIMIZED] and isinstance(systems["rlm"], RLMSystem)
+    with pytest.raises(ValueError, match="unknown baseline 'gpt'"):
+        systems_for(agent, ["gpt"], lm=lm)
+
+
+def test_what_each_system_did_is_kept_step_by_step_bounded():
+    run = Run("t")
+    run.begin_step("r", "print('x' * 10**5)")
+    run.end_step("x" * 100_000)
+    steps = steps_of(dspy.Prediction(run=run))
+    assert steps[0]["code"] == "print('x' * 10**5)" and len(steps[0]["output"]) < STEP_TEXT + 60
+    react = steps_of(dspy.Prediction(trajectory={"thought_0": "t", "tool_name_0": "ls", "tool_args_0": {"path": "."},
+                                                 "observation_0": "a.csv"}))
+    assert react == [{"reasoning": "t", "code": 'ls({"path": "."})', "output": "a.csv"}]
+    assert steps_of(None) == [] and steps_of(dspy.Prediction(result=1)) == []
+
+
+def test_a_cost_no_call_had_is_unknown_not_zero():
+    usage = Usage()
+    usage.add(1, 1, None)
+    assert priced(usage) is None
+    usage.add(1, 1, 0.5)
+    assert priced(usage) == 0.5
+    from types import SimpleNamespace
+
+    assert priced(SimpleNamespace(lm_calls=2, unpriced_calls=2, cost=0.0)) is None  # a made-up $0 is not a price
