@@ -328,3 +328,62 @@ def test_the_private_import_rule_sees_relative_and_absolute_imports(tmp_path):
     assert private_imports("deepagent_magics.core.run.mod", source, known) == [
         "deepagent_magics.core.run.mod imports _hidden from deepagent_magics.core.run.other",
         "deepagent_magics.core.run.mod imports _thing from deepagent_magics.core.run.run"]
+
+
+TESTS = Path(__file__).resolve().parent
+MIRROR = TESTS / "mirror.toml"
+
+
+def mirror_of(path: Path) -> Path:
+    """The test module of a package module: ``tests/<path>/test_<name>.py`` (``__init__`` -> ``test_init``)."""
+    relative = path.relative_to(PACKAGE)
+    return TESTS / relative.parent / f"test_{relative.stem.strip('_')}.py"
+
+
+def test_every_module_is_mirrored_or_listed():
+    """Each module has its test module (tests/<path>/test_<name>.py), which imports it or names it in its docstring
+    (a magic's tests drive it through the shell), or is listed in tests/mirror.toml: with no behaviour of its own
+    (no function, no class) and why, or still pending."""
+    import tomllib
+
+    listed = tomllib.loads(MIRROR.read_text())
+    no_behaviour, pending = listed["no_behaviour"], listed.get("pending", {})
+    wrong = []
+    for name, path in modules().items():
+        relative = path.relative_to(PACKAGE).as_posix()
+        mirror = mirror_of(path)
+        defines = any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                      for node in ast.walk(ast.parse(path.read_text())))
+        if mirror.exists():
+            if relative in no_behaviour or relative in pending:
+                wrong.append(f"{relative} has {mirror.relative_to(TESTS.parent)}: take it off tests/mirror.toml")
+            elif name not in _imported_names(mirror) and relative not in _docstring(mirror):
+                wrong.append(f"{mirror.relative_to(TESTS.parent)} neither imports {name} nor names {relative}")
+        elif relative in no_behaviour:
+            if defines:
+                wrong.append(f"{relative} defines functions or classes: it has behaviour; write "
+                             f"{mirror.relative_to(TESTS.parent)}")
+        elif relative not in pending:
+            wrong.append(f"{relative}: write {mirror.relative_to(TESTS.parent)} (or, if it has no behaviour of its own, "
+                         "list it in tests/mirror.toml with why)")
+    stale = sorted(set(no_behaviour) | set(pending) - {p.relative_to(PACKAGE).as_posix() for p in modules().values()})
+    wrong += [f"tests/mirror.toml lists {each}, which is no module of the package" for each in stale
+              if not (PACKAGE / each).exists()]
+    assert not wrong, "\n".join(wrong)
+
+
+def _docstring(path: Path) -> str:
+    return ast.get_docstring(ast.parse(path.read_text())) or ""
+
+
+def _imported_names(test: Path) -> set[str]:
+    """The package modules ``test`` imports by name (``import deepagent_magics.x``, ``from deepagent_magics.x
+    import ...``, ``from deepagent_magics import x``)."""
+    found = set()
+    for node in ast.walk(ast.parse(test.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return found

@@ -1,4 +1,4 @@
-"""Follow-up cells: a continued run receives the earlier turns compactly; threads survive a
+"""magics/followup.py: follow-up cells: a continued run receives the earlier turns compactly; threads survive a
 restart through the run records; the agent sees the user's recent cells, scrubbed."""
 
 from __future__ import annotations

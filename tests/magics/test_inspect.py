@@ -1,4 +1,4 @@
-"""%deepagent_runs, %deepagent_trace and %deepagent_export read the run records."""
+"""magics/inspect.py: %deepagent_runs, %deepagent_trace and %deepagent_export read the run records."""
 
 from __future__ import annotations
 

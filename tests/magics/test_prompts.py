@@ -1,4 +1,4 @@
-"""%deepagent_prompt: read the prompt, edit it in a cell, diff, reset, save and load, through a real shell."""
+"""magics/prompts.py: %deepagent_prompt: read the prompt, edit it in a cell, diff, reset, save and load, through a real shell."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""%%deepagent and %deepagent_config end to end, through a real InteractiveShell."""
+"""magics/task_cell.py: %%deepagent and %deepagent_config end to end, through a real InteractiveShell."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The event log: every event of a run and its sub-agents as one JSON line, as it happens; a crash reads back as such."""
+"""records/events.py: the event log: every event of a run and its sub-agents as one JSON line, as it happens; a crash reads back as such."""
 
 from __future__ import annotations
 

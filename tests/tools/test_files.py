@@ -1,4 +1,4 @@
-"""The workspace and todo tools, called as the agent calls them (inside a session)."""
+"""tools/files.py: the workspace and todo tools, called as the agent calls them (inside a session)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""%deepagent_optimize: DSPy optimisers improve the agent on a tiny train set, with scripted LMs
+"""tuning/optimize.py, through %deepagent_optimize: DSPy optimisers improve the agent on a tiny train set, with scripted LMs
 whose answers depend on the prompt they receive (so a better prompt measurably scores higher)."""
 
 from __future__ import annotations

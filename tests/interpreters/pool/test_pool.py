@@ -1,4 +1,4 @@
-"""KernelPool: real kernels started ahead of need, used once, and never outliving their host."""
+"""interpreters/pool/pool.py: KernelPool: real kernels started ahead of need, used once, and never outliving their host."""
 
 from __future__ import annotations
 
