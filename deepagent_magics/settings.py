@@ -282,13 +282,14 @@ SETTINGS = _settings(
     setting("max_time", float, None, {CELL, CONFIG, AGENT}, subagent=TREE, read=str, metavar="SECONDS", recorded=True,
             off="no cap", help="most seconds one run may take, waiting for approval not counted"),
     # The user in control (core/policy/approval.py, magics/inputs/approval_flags.py).
-    setting("approve", str, "never", {CELL, CONFIG, CLI, ACP, AGENT}, subagent=TREE, recorded=True,
+    setting("approve", str, "never", {CELL, CONFIG, CLI, SERVER, ACP, AGENT}, subagent=TREE, recorded=True,
             help="approval policy: never, risky, always, or a notebook function (proposal) -> decision",
             at={CLI: {"choices": ("never",), "help": "when to ask before a tool call (only 'never' exists yet)"},
+                SERVER: {"choices": ("never", "risky", "always")},
                 ACP: {"choices": ("never", "risky", "always"),
                       "help": "when to ask the client (session/request_permission) before a block runs: never, risky "
                               "or always"}}),
-    setting("approve_rules", str, "", {CELL, CONFIG, ACP, AGENT}, subagent=TREE,
+    setting("approve_rules", str, "", {CELL, CONFIG, SERVER, ACP, AGENT}, subagent=TREE,
             help="risk rules for --approve risky: '' for all, -name off, none,name only those"),
     setting("undo_limit", float, 10.0, {CONFIG, AGENT}, subagent=ROOT, minimum=0, maximum=MAX_UNDO_MB, unit="megabytes",
             agent_scale=1_000_000,

@@ -70,7 +70,8 @@ def test_the_run_apis_fields_are_the_tables_and_each_is_a_cell_flag():
     from deepagent_magics.server import launch
 
     assert list(launch.FLAGS) == [s.name for s in at(SERVER)]
-    assert launch.FIELDS == {"task", "kernel_id", "kernel_name", "workspace"} | {s.name for s in at(SERVER)}
+    assert launch.FIELDS == {"task", "kernel_id", "kernel_name", "workspace", "run_id", "continue", "door"} | {
+        s.name for s in at(SERVER)}
     assert all(CELL in s.doors for s in at(SERVER))  # the run API hands them on as the cell's flags
 
 

@@ -10,5 +10,6 @@ does reaches the client as ACP's own updates (`updates`). See docs/clients.md.
 - `sessions`: one conversation, its turns, approvals as permission requests, ``session/load``;
 - `updates`: a run's events as ``session/update``s;
 - `prompt_text`: a prompt's blocks as the task;
-- `places`, `own_kernel`: where a session's code runs.
+- `places`, `notebook_kernel`, `own_kernel`: where a session's code runs (a notebook's kernel, or its own);
+- `options`: what `deepagent acp` was started with.
 """

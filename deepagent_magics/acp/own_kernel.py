@@ -22,6 +22,8 @@ from typing import Any
 from jupyter_client.manager import AsyncKernelManager
 
 from ..records.events import LogTail, events_path
+from ..server.launch import cell_code
+from .options import CELL_FLAGS
 
 READY = 120.0  # seconds a new kernel may take to answer
 STOP_GRACE = 5.0  # seconds after an interrupt before a kernel still running the cell is shut down
@@ -40,8 +42,8 @@ class Poll:
 class OwnKernel:
     """A kernel of the session's own in ``cwd``; ``setup`` is code run once when it starts (the LM)."""
 
-    def __init__(self, cwd: Path, setup: str = ""):
-        self.cwd = cwd
+    def __init__(self, cwd: Path, workspace: Path, setup: str = ""):
+        self.cwd, self.workspace = cwd, workspace
         self.setup = setup
         self.manager: AsyncKernelManager | None = None
         self.client: Any = None
@@ -70,9 +72,12 @@ class OwnKernel:
             if content.get("status") != "ok":
                 raise RuntimeError(f"the kernel could not be set up: {content.get('ename')}: {content.get('evalue')}")
 
-    async def start(self, run_id: str, code: str, workspace: Path) -> None:
+    async def start(self, run_id: str, task: str, flags: dict[str, Any], continues: str | None) -> None:
+        """Send the prompt's cell: ``flags`` the settings' values, ``continues`` the run it follows (None: new)."""
         await self._ready()
-        self.tail, self.reply = LogTail(events_path(workspace, run_id)), None
+        more = ("--door", "acp") + (("--continue", continues) if continues else ("--new",))
+        code = cell_code(run_id, task, self.workspace, flags, CELL_FLAGS, more)
+        self.tail, self.reply = LogTail(events_path(self.workspace, run_id)), None
         self.msg_id = self.client.execute(code, store_history=False, allow_stdin=True)
 
     async def poll(self) -> Poll:

@@ -27,7 +27,8 @@ from acp import PROTOCOL_VERSION, RequestError, run_agent, schema
 
 from .places import place_for
 from .prompt_text import task_text
-from .sessions import SESSION_ID, Options, Session
+from .options import Options
+from .sessions import SESSION_ID, Session
 
 
 def _version() -> str:

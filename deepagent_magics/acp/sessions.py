@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
@@ -28,11 +27,9 @@ from acp.helpers import text_block, tool_content, update_agent_message_text, upd
 from ..core.run.event_kinds import APPROVAL_ASKED
 from ..records.store import load_record, runs_dir
 from ..safe_text import plain
-from ..server.launch import cell_code
-from ..settings import ACP, SETTINGS, Setting, at
+from .options import Options
 from .updates import Translator, fenced, step_id
 
-FLAGS: dict[str, Setting] = {s.name: s for s in at(ACP) if s.name not in ("lm", "workspace")}  # the LM: `Options`
 POLL = 0.05  # seconds between two looks at the running cell
 SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,80}")
 ANSWERS = {"run": "y", "all": "a", "refuse": "n", "stop": "q"}
@@ -40,19 +37,6 @@ OPTIONS = [schema.PermissionOption(option_id="run", name="Run it", kind="allow_o
            schema.PermissionOption(option_id="all", name="Run it and all the rest of this turn", kind="allow_always"),
            schema.PermissionOption(option_id="refuse", name="Don't run it", kind="reject_once"),
            schema.PermissionOption(option_id="stop", name="Don't run it, and stop", kind="reject_always")]
-
-
-@dataclass
-class Options:
-    """What ``deepagent acp`` was started with: the settings of the table at its door, and how the LM is set."""
-
-    settings: dict[str, Any] = field(default_factory=dict)  # name -> value, for `FLAGS`
-    lm_flag: str | None = None  # --lm for the cell (a model id, local)
-    lm_setup: str = ""  # code that configures the LM in a kernel of the session's own (scripted:FILE)
-    workspace: Path | None = None  # None: each session's cwd
-
-    def flags(self) -> dict[str, Any]:
-        return {**self.settings, "lm": self.lm_flag}
 
 
 Send = Callable[[Any], Awaitable[None]]
@@ -85,10 +69,12 @@ class Session:
                 await self.send(update_agent_message_text(self.place.where() + "\n\n"))
             self.turns += 1
             run_id = f"{self.id}-{self.turns}"
-            more = ("--door", "acp") + (("--continue", self.last_run) if self.last_run else ("--new",))
-            code = cell_code(run_id, task, self.workspace, self.options.flags(), {"lm": SETTINGS["lm"], **FLAGS}, more)
             translator = Translator(self.workspace, seen_files=self.seen_files)
-            await self.place.start(run_id, code, self.workspace)
+            try:
+                await self.place.start(run_id, task, self.options.flags(), self.last_run)
+            except (RuntimeError, OSError) as exc:  # no kernel, the run API refused: the chat reads why
+                await self.send(update_agent_message_text(f"The run could not start: {plain(exc)}"))
+                return schema.PromptResponse(stop_reason="end_turn")
             error = await self._follow(translator)
             if translator.status is not None:
                 self.last_run = run_id  # its record exists: the next prompt continues its conversation

@@ -21,7 +21,7 @@ from .parser import UsageProblem
 def serve_acp(args: argparse.Namespace) -> int:
     try:
         from ..acp.protocol import serve
-        from ..acp.sessions import FLAGS, Options
+        from ..acp.options import FLAGS, Options
     except ImportError as exc:
         raise UsageProblem(f"deepagent acp needs the ACP SDK: pip install 'deepagent-magics[acp]' ({exc})") from None
     spec = (args.lm or os.environ.get("DEEPAGENT_LM", "")).strip() or None

@@ -14,6 +14,7 @@ from jupyter_server.utils import url_path_join
 
 from .handlers import (
     RUN_ID,
+    AnswerHandler,
     EventsHandler,
     FilesHandler,
     NotebookHandler,
@@ -38,6 +39,7 @@ def handlers(base_url: str) -> list[tuple[str, Any]]:
         (url(f"{run}/files/?"), FilesHandler),
         (url(f"{run}/notebook/?"), NotebookHandler),
         (url(f"{run}/stop/?"), StopHandler),
+        (url(f"{run}/answer/?"), AnswerHandler),
     ]
 
 

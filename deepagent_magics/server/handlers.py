@@ -23,9 +23,8 @@ from tornado.iostream import StreamClosedError
 
 from ..records import LogTail, events_path, list_records, load_record, runs_dir
 from ..records.export import to_notebook
-from .launch import Launch, Launcher, RequestError, check_body
+from .launch import RUN_ID, Launch, Launcher, RequestError, check_body
 
-RUN_ID = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}"
 KEEPALIVE = 15.0  # seconds between SSE comments while a run is quiet
 QUIET_KERNEL = 5.0  # a run's log quiet this long while its kernel is not busy: the kernel died or restarted
 IDLE_END = 30.0  # a log that has not grown this long, of a run no live kernel of ours is running, ended mid-run
@@ -81,6 +80,7 @@ class RunsAPIHandler(APIHandler):
                 record["workspace"] = str(workspace)
                 if launch:
                     record["kernel_id"] = launch.kernel_id
+                    record["asking"] = launch.asking
                 return record, launch, workspace
         if launch is None:
             self.fail(404, f"no run {run_id!r}")
@@ -164,6 +164,23 @@ class StopHandler(RunsAPIHandler):
         await self.launcher.stop(launch)
         self.set_status(202)
         self.finish({"id": run_id, "stopping": True, "kernel_id": launch.kernel_id})
+
+
+class AnswerHandler(RunsAPIHandler):
+    @web.authenticated
+    @authorized
+    async def post(self, run_id: str) -> None:
+        """``{"answer": "y"}``: the user's answer to the run's question (an approval), sent when the run asks."""
+        _, launch, _ = self.find(run_id)
+        if launch is None:
+            self.fail(409, f"run {run_id} was not started through this server: answer in its notebook")
+        body = self.body()
+        try:
+            self.launcher.answer(launch, body.get("answer") if isinstance(body, dict) else None)
+        except RequestError as exc:
+            self.fail(exc.status, str(exc))
+        self.set_status(202)
+        self.finish({"id": run_id, "answered": True})
 
 
 class FilesHandler(RunsAPIHandler):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import re
 import shlex
 import time
 import uuid
@@ -32,7 +33,10 @@ log = logging.getLogger(__name__)
 
 # Request fields that become %%deepagent flags: the settings of the table (settings.py) at the SERVER door.
 FLAGS: dict[str, Setting] = {setting.name: setting for setting in at(SERVER)}
-FIELDS = {"task", "kernel_id", "kernel_name", "workspace", *FLAGS}
+FIELDS = {"task", "kernel_id", "kernel_name", "workspace", "run_id", "continue", "door", *FLAGS}
+DOORS = ("api", "notebook")  # what the agent is told of the kernel: the server's, or the notebook's it belongs to
+RUN_ID = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}"  # a run's id: it names the record's file
+MAX_ANSWER = 1000  # characters of an answer to the run's question
 JSON_TYPES = {float: (int, float)}  # a JSON number without a point is an int
 REPLY_TIMEOUT = 24 * 3600.0  # a run may be long; the wait for its cell's reply is only bookkeeping
 
@@ -59,6 +63,8 @@ class Launch:
     error: str | None = None  # the cell failed: the run never started, or ended in an exception
     kernel_pid: int | None = None  # the kernel's process when the cell was sent (another one: it restarted)
     task_handle: Any = None
+    asking: str | None = None  # the prompt of the question the run waits on (an approval), until it is answered
+    answers: list[str] = field(default_factory=list)  # answers sent before the question reached us, in order
 
     def stub(self) -> dict[str, Any]:
         """What is known of the run when it has no record (yet, or ever)."""
@@ -106,6 +112,14 @@ def check_body(body: Any) -> dict[str, Any]:
     for name in ("kernel_id", "kernel_name", "workspace"):
         if body.get(name) is not None and not isinstance(body[name], str):
             raise RequestError(400, f"\"{name}\" must be a string")
+    if body.get("door") is not None and body["door"] not in DOORS:
+        raise RequestError(400, f"\"door\" must be one of {', '.join(DOORS)}")
+    for name in ("run_id", "continue"):  # continue: the run whose conversation this one continues; false: a new one
+        value = body.get(name)
+        if value is not None and not (name == "continue" and value is False) and not (
+                isinstance(value, str) and re.fullmatch(RUN_ID, value)):
+            raise RequestError(400, f"\"{name}\" must be a run id (letters, digits, '_', '.', '-')"
+                                    + (" or false" if name == "continue" else ""))
     for name, setting in FLAGS.items():
         value = body.get(name)
         if value is None:
@@ -114,6 +128,9 @@ def check_body(body: Any) -> dict[str, Any]:
             if not isinstance(value, bool):
                 raise RequestError(400, f"\"{name}\" must be true or false")
             continue
+        choices = setting.where(SERVER, "choices")
+        if choices and value not in choices:
+            raise RequestError(400, f"\"{name}\" must be one of {', '.join(choices)}")
         kind = JSON_TYPES.get(setting.kind, setting.kind)
         if isinstance(value, bool) or not isinstance(value, kind):
             raise RequestError(400, f"\"{name}\" must be {'a string' if kind is str else 'a number'}")
@@ -184,24 +201,54 @@ class Launcher:
                 kernel_id = await _maybe_await(self.kernel_manager.start_kernel(path=None, **options))
             except Exception as exc:  # e.g. no such kernel spec
                 raise RequestError(400, f"could not start a kernel: {exc}") from exc
-        launch = Launch(new_run_id(), body["task"], kernel_id, workspace)
+        run_id = body.get("run_id") or new_run_id()
+        if run_id in self.launches or (workspace / ".deepagent" / "runs" / f"{run_id}.json").exists():
+            raise RequestError(409, f"there is a run {run_id} already")
+        launch = Launch(run_id, body["task"], kernel_id, workspace)
         self.launches[launch.id] = launch
-        launch.task_handle = asyncio.ensure_future(self._execute(launch, cell_code(launch.id, launch.task,
-                                                                                 workspace, body)))
+        more = ("--door", body["door"]) if body.get("door") else ()
+        more += ("--new",) if body.get("continue") is False else ("--continue", body["continue"]) if body.get(
+            "continue") else ()
+        code = cell_code(launch.id, launch.task, workspace, body, more=more)
+        asks = body.get("approve") not in (None, "never")  # its questions come as input requests we relay
+        launch.task_handle = asyncio.ensure_future(self._execute(launch, code, asks))
         return launch
 
-    async def _execute(self, launch: Launch, code: str) -> None:
+    def answer(self, launch: Launch, text: str) -> None:
+        """Queue the user's answer to the run's question (``POST runs/{id}/answer``): sent when it asks."""
+        if not isinstance(text, str) or "\n" in text or len(text) > MAX_ANSWER:
+            raise RequestError(400, f"\"answer\" must be one line of at most {MAX_ANSWER} characters: y, n [reason], a "
+                                    "or q")
+        if launch.done:
+            raise RequestError(409, f"run {launch.id} has ended; there is nothing to answer")
+        launch.answers.append(text)
+
+    async def _relay(self, client: Any, launch: Launch) -> None:
+        """The run's question (an ``input_request`` on the cell's stdin) kept for the API; a queued answer sent."""
+        try:
+            message = await _maybe_await(client.get_stdin_msg(timeout=0))
+            if message.get("msg_type") == "input_request":
+                launch.asking = str(message.get("content", {}).get("prompt", ""))
+        except Exception:  # queue.Empty: no new question
+            pass
+        if launch.asking is not None and launch.answers:
+            client.input(launch.answers.pop(0))
+            launch.asking = None
+
+    async def _execute(self, launch: Launch, code: str, asks: bool = False) -> None:
         client = None
         try:
             client = self.kernel_manager.get_kernel(launch.kernel_id).client()
             client.start_channels()
             await _maybe_await(client.wait_for_ready(timeout=120))
             launch.kernel_pid = self.kernel_pid(launch.kernel_id)
-            msg_id = client.execute(code, store_history=False, allow_stdin=False)
+            msg_id = client.execute(code, store_history=False, allow_stdin=asks)
             deadline = time.monotonic() + REPLY_TIMEOUT
             while time.monotonic() < deadline:
                 if not launch.running:
                     launch.running = await _began(client, msg_id)
+                if asks:
+                    await self._relay(client, launch)
                 try:
                     reply = await _maybe_await(client.get_shell_msg(timeout=0.2 if not launch.running else 1.0))
                 except Exception:  # queue.Empty: nothing yet

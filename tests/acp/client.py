@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 class Recorder:
     """A client that keeps every update, and answers permission requests with ``answer`` (an option id; None:
-    cancelled)."""
+    cancelled; a list: one answer each, in order, its last for the rest)."""
 
     def __init__(self, answer: str | None = "run"):
         self.updates: list[tuple[str, Any]] = []
@@ -33,9 +33,12 @@ class Recorder:
                                  **kwargs: Any) -> RequestPermissionResponse:
         self.permissions.append({"options": options, "tool_call": tool_call})
         self.asked.set()
-        if self.answer is None:
+        answer = self.answer
+        if isinstance(answer, list):
+            answer = answer.pop(0) if len(answer) > 1 else answer[0]
+        if answer is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        return RequestPermissionResponse(outcome=AllowedOutcome(option_id=self.answer, outcome="selected"))
+        return RequestPermissionResponse(outcome=AllowedOutcome(option_id=answer, outcome="selected"))
 
     def on_connect(self, conn: Any) -> None:
         pass

@@ -243,6 +243,11 @@ def test_bad_input_gets_a_clear_status_and_the_server_keeps_serving(server):
         (dict(body={"task": "t", "workspace": "../outside"}), 403, "outside"),
         (dict(body={"task": "t", "workspace": "/etc"}), 403, "outside"),
         (dict(body={"task": "t", "kernel_name": "no-such-spec"}), 400, "could not start a kernel"),
+        (dict(body={"task": "t", "run_id": "../../etc/x"}), 400, "run id"),
+        (dict(body={"task": "t", "continue": "a b"}), 400, "run id"),
+        (dict(body={"task": "t", "continue": True}), 400, "or false"),
+        (dict(body={"task": "t", "door": "cli"}), 400, "one of api, notebook"),
+        (dict(body={"task": "t", "approve": "sometimes"}), 400, "one of never, risky, always"),
     ]
     for kwargs, status, words in cases:
         got, reply = server.call("POST", "/deepagent/api/runs", **kwargs)
@@ -256,6 +261,8 @@ def test_bad_input_gets_a_clear_status_and_the_server_keeps_serving(server):
         got, reply = server.call("GET", path)
         assert got == 404, (path, got, reply)
     got, _ = server.call("POST", "/deepagent/api/runs/no-such-run/stop", {})
+    assert got == 404
+    got, _ = server.call("POST", "/deepagent/api/runs/no-such-run/answer", {"answer": "y"})
     assert got == 404
     got, reply = server.call("GET", "/deepagent/api/runs?workspace=../..")
     assert got == 403
