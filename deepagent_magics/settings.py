@@ -301,7 +301,7 @@ SETTINGS = _settings(
             help="show each step's reasoning and code while the model writes them"),
     # Where the run came in (core/loop/doors.py): what the prompt says about where code runs and what persists.
     setting("door", str, "python", {AGENT}, subagent=ROOT, recorded=True,  # a sub-agent's REPL is its own kernel
-            help="the front door that started the run: notebook, api, cli, mcp or python (DeepAgent.run)"),
+            help="the front door that started the run: notebook, api, cli, mcp, acp or python (DeepAgent.run)"),
 )
 
 
