@@ -1,4 +1,5 @@
-"""`deepagent acp` inside a Jupyter Server: a session whose chat belongs to a notebook runs in its live kernel,
+"""`deepagent acp` inside a Jupyter Server (acp/notebook_kernel.py): a session whose chat belongs to a notebook runs
+in its live kernel,
 through the run API (driven here by the ACP SDK's client, with the server's URL, token and root in the
 agent's environment as the persona gives them).
 
@@ -23,6 +24,7 @@ import pytest
 pytest.importorskip("acp")
 from acp import text_block  # noqa: E402
 
+from deepagent_magics.acp.notebook_kernel import notebook_for  # noqa: E402
 from tests.server.test_run_api import SHIPPED_CONFIG, Server  # noqa: E402
 from tests.servers import answers, free_port, serving  # noqa: E402
 
@@ -121,3 +123,22 @@ def test_a_cancel_stops_the_run_through_the_run_api_and_the_notebooks_kernel_sur
     server.in_kernel(kernel_id, "assert mine == 'kept'")
     status, kernels = server.call("GET", "/api/kernels")
     assert kernel_id in [k["id"] for k in kernels]
+
+
+@pytest.mark.parametrize("meta, files, expected", [
+    ({"chat": "sub/analysis.chat"}, ["sub/analysis.ipynb", "sub/other.ipynb"], "sub/analysis.ipynb"),
+    ({"notebook": "sub/other.ipynb", "chat": "sub/analysis.chat"}, ["sub/analysis.ipynb", "sub/other.ipynb"],
+     "sub/other.ipynb"),
+    ({}, ["sub/only.ipynb"], "sub/only.ipynb"),  # a client that names no chat: the one notebook in its folder
+    ({}, ["sub/a.ipynb", "sub/b.ipynb"], None),  # two: no guess, a kernel of its own
+    ({"chat": "sub/none.chat"}, ["sub/a.ipynb", "sub/b.ipynb"], None),
+    ({"notebook": "../outside.ipynb"}, ["sub/a.ipynb", "sub/b.ipynb"], None),  # never outside the server's root
+    ({"notebook": "sub/notes.txt"}, ["sub/a.ipynb", "sub/b.ipynb", "sub/notes.txt"], None),
+])
+def test_the_notebook_a_chat_belongs_to(tmp_path, meta, files, expected):
+    root = tmp_path / "root"
+    for name in files + ["../outside.ipynb"]:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("{}")
+    found = notebook_for(root / "sub", meta, root.resolve())
+    assert (found.relative_to(root.resolve()).as_posix() if found else None) == expected

@@ -1,4 +1,5 @@
-"""The "Deep Agent" persona in a real Jupyter Server's chat: a message to it runs in the notebook's live kernel.
+"""The "Deep Agent" persona (acp/persona.py) in a real Jupyter Server's chat: a message to it runs in the notebook's
+live kernel.
 
 A real `jupyter server` with the run API and jupyter-ai's chat parts (jupyterlab-chat, the router, the
 persona manager, jupyter-ai-acp-client), as the `jupyter-ai` extra installs them. The test is the

@@ -1,4 +1,5 @@
-"""`deepagent acp` end to end: the ACP SDK's own client spawns it over stdio, with a scripted model.
+"""`deepagent acp` end to end (acp/protocol.py and the sessions it opens): the ACP SDK's own client spawns it over
+stdio, with a scripted model.
 
 Each session runs its prompts in a kernel of its own in its cwd (no Jupyter Server here): initialise,
 new session, a turn with every kind of update, a second prompt continuing the first, cancel, a
