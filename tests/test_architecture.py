@@ -39,7 +39,7 @@ ALLOWED = {
     "magics": {"core", "interpreters", "tools", "display", "records", "tuning", "_compat"},  # its old module names
     "cli": {"core", "interpreters", "tools", "display", "records", "tuning", "testing", "acp"},
     "server": {"core", "records"},
-    "mcp": {"core", "records"},
+    "mcp": {"core", "interpreters", "records"},  # interpreters: a cancelled task's code is cut short
     "acp": {"core", "records", "server"},  # its prompts are the run API's cells (server.launch.cell_code)
     "demos": {"testing"},
     "testing": set(),

@@ -232,8 +232,9 @@ class ShellInterpreter(StepInterpreter):
             printed = stream.getvalue()[-TIMEOUT_ECHO:] if stream is not None else ""
             raise CodeExecutionError(
                 (printed.rstrip("\n") + "\n" if printed.strip() else "")
-                + f"TimeoutError: this code ran longer than {self.timeout:g} s and was stopped. Variables it "
-                "assigned before that are kept. Work in smaller pieces, or avoid unbounded loops."
+                + (f"Stopped: {limit.stopped_by}. Variables it assigned before that are kept." if limit.stopped_by else
+                   f"TimeoutError: this code ran longer than {self.timeout:g} s and was stopped. Variables it "
+                   "assigned before that are kept. Work in smaller pieces, or avoid unbounded loops.")
             ) from None
         except KeyboardInterrupt:
             raise

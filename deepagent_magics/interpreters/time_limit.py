@@ -98,6 +98,7 @@ class TimeLimit:
         self.in_tool = in_tool
         self.tool_seconds = tool_seconds
         self.deadline = 0.0
+        self.stopped_by = ""  # who ended the block before its time (`cut_short`): "" while only time can
         self._block: _Block | None = None
 
     def left(self) -> float:
@@ -266,6 +267,19 @@ class _Watchdog:
 
 
 _watchdog = _Watchdog()
+
+
+def cut_short(thread_id: int, why: str) -> bool:
+    """End the limited block running in that thread now, as if its time were up (a run cancelled from
+    outside: an MCP task); True when there was one. Time in a tool still does not count: a block inside a
+    tool (a sub-agent) is ended when the tool returns. ``why`` is what the step's output says."""
+    with _watchdog.lock:
+        blocks = [block for block in _watchdog.blocks if block.active and block.thread == thread_id]
+    for block in blocks:
+        block.limit.stopped_by = why
+        block.limit.deadline = float("-inf")
+    _watchdog.wakeup.set()
+    return bool(blocks)
 
 
 def _stack() -> list[_Block]:

@@ -29,10 +29,13 @@ from mcp.server.mcpserver.exceptions import ToolError
 from ..core.loop.ending import not_submitted
 from ..core.loop.agent import DeepAgent
 from ..core.model.lm import NoLMError
+from ..core.run.run import Run
 from ..records import list_records, runs_dir
 from ..records.store import load_record
 from ..errors import InvalidValue
 from ..settings import SETTINGS
+from .task_protocol import CURRENT_TASK, McpTasks
+from .tasks import MAX_LIVE, MAX_TTL_MS
 
 INSTRUCTIONS = ("A deep agent that plans with todos, works in a workspace of files, runs Python and can "
                 "delegate to sub-agents. run_task hands it a task and returns its result; list_runs and "
@@ -73,23 +76,34 @@ def summary(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_server(root: str | os.PathLike = ".", lm: Any = None, lm_factory: Callable[[], Any] | None = None,
-                 allowed_lms: tuple[str, ...] = (), max_iters: int = MAX_ITERS, **agent_settings: Any) -> MCPServer:
-    """The server; a client's ``lm`` must be one of ``allowed_lms``, its ``max_iters`` at most ``max_iters``."""
+                 allowed_lms: tuple[str, ...] = (), max_iters: int = MAX_ITERS, max_tasks: int = MAX_LIVE,
+                 max_task_ttl_ms: int = MAX_TTL_MS, **agent_settings: Any) -> MCPServer:
+    """The server; a client's ``lm`` must be one of ``allowed_lms``, its ``max_iters`` at most ``max_iters``;
+    ``run_task`` also runs as an MCP task (`task_protocol`), at most ``max_tasks`` live at once."""
     workspaces = Workspaces(root)
-    app = MCPServer("deepagent", instructions=INSTRUCTIONS)
+    tasks = McpTasks(max_live=max_tasks, max_ttl_ms=max_task_ttl_ms)
+    app = MCPServer("deepagent", instructions=INSTRUCTIONS, lifespan=tasks.lifespan)
+    tasks.install(app)
     most = max_iters
     allowed = tuple(dict.fromkeys(allowed_lms))
     models = (f"one of {', '.join(allowed)}" if allowed else "none: this server allows no other model, leave it out")
 
     def run_sync(task: str, workspace: Path, max_iters: int, model: str | None) -> dict[str, Any]:
         chosen = model or (lm_factory() if lm_factory is not None else lm)
+        job = CURRENT_TASK.get()  # the MCP task this call runs as (None: a plain call)
         try:
             agent = DeepAgent(lm=chosen, workspace=workspace, max_iters=max_iters, **{"door": "mcp", **agent_settings})
-            run = agent.run(task, {})  # (the SDK's stdio server keeps stray prints off the protocol's stdout)
+            run = Run(task, profile=agent.profile)
+            if job is not None:  # tasks/get reads its steps, tasks/cancel stops it
+                job.attach(run, max_iters)
+            agent.run(task, {}, run=run)  # (the SDK's stdio server keeps stray prints off the protocol's stdout)
         except NoLMError as exc:
             raise ToolError(f"no LM: {exc}; start the server with --lm or pass lm=") from None
         except KeyboardInterrupt:
             raise ToolError("the run was interrupted") from None
+        finally:
+            if job is not None:
+                job.detach()
         record = runs_dir(workspace) / f"{run.id}.json"
         result = run.result if isinstance(run.result, (str, type(None))) else repr(run.result)
         if run.extracted:  # core/loop/ending.py: the caller reads it with the answer, not only in a field
@@ -154,6 +168,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="a model id a client may ask for in run_task's lm (repeatable; default: none)")
     parser.add_argument("--max-iters", type=int, default=MAX_ITERS, help="the most steps a client may ask for")
     parser.add_argument("--max-depth", type=int, default=SETTINGS["max_depth"].default, help=SETTINGS["max_depth"].help)
+    parser.add_argument("--max-tasks", type=int, default=MAX_LIVE,
+                        help=f"the most MCP tasks held at once, working or with a result not fetched (default {MAX_LIVE})")
+    parser.add_argument("--max-task-ttl", type=float, default=MAX_TTL_MS / 1000, metavar="SECONDS",
+                        help=f"the longest a client may ask an MCP task to be kept (default {MAX_TTL_MS // 1000})")
     parser.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on over HTTP (default: loopback only)")
     parser.add_argument("--port", type=int, default=8765)
@@ -163,6 +181,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             SETTINGS[name].check(getattr(args, name))
         except InvalidValue as exc:
             parser.error(str(exc))
+    if not 1 <= args.max_tasks <= 1000:
+        parser.error(f"--max-tasks {args.max_tasks}: from 1 to 1000")
+    if not 1 <= args.max_task_ttl <= 7 * 86400:  # (NaN fails too)
+        parser.error(f"--max-task-ttl {args.max_task_ttl:g}: from 1 to {7 * 86400} seconds")
     return args
 
 
@@ -170,7 +192,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     factory = load_factory(args.lm_factory) if args.lm_factory else None
     app = build_server(args.root, lm=args.lm, lm_factory=factory, allowed_lms=tuple(args.allowed_lms),
-                       max_iters=args.max_iters, max_depth=args.max_depth)
+                       max_iters=args.max_iters, max_tasks=args.max_tasks,
+                       max_task_ttl_ms=int(args.max_task_ttl * 1000), max_depth=args.max_depth)
     if args.transport == "stdio":
         app.run("stdio")
     else:
