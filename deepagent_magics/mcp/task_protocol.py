@@ -137,7 +137,7 @@ class McpTasks:
         if self.group is None:
             raise MCPError(code=INTERNAL_ERROR, message="this server is stopping: no new tasks")
         task = self.store.create(owner_of(ctx), ttl, name)
-        log.info("task %s… created for %s (ttl %d ms)", task.id[:8], name, ttl)
+        log.info("task %s… created for %s by %s (ttl %d ms)", task.id[:8], name, task.owner[:14], ttl)
         self.group.start_soon(self._work, task, replace(ctx, params=params), call_next)
         return {"task": task.wire(), "_meta": {IMMEDIATE: (
             f"The deep agent is working on it as MCP task {task.id}; poll tasks/get, fetch tasks/result.")}}
