@@ -27,7 +27,7 @@ from deepagent_magics.testing import ScriptedLM
 from tests.adversarial.test_time_limits import HOSTILE
 from tests.mcp.task_client import task_client
 from tests.mcp.test_server import http_server
-from tests.mcp.test_tasks import at_step_two, served  # noqa: F401 - the fixture: a gated scripted agent
+from tests.mcp.test_task_protocol import at_step_two, served  # noqa: F401 - the fixture: a gated scripted agent
 
 pytestmark = pytest.mark.server
 

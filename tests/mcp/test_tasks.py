@@ -1,234 +1,152 @@
-"""MCP Tasks (2025-11-25) for long runs: the SDK's own client against `python -m deepagent_magics.mcp`, a real
-server process over stdio and over streamable HTTP (with its token).
-
-The scripted agent's second step waits for a gate file the test opens, so "still working" and "ended"
-are decided by the test, never by a clock: a client asks for a task, gets it at once, polls its steps,
-fetches the same result a plain call returns, cancels (the run really stops: its record ends
-``stopped``), drops the HTTP connection mid-run and fetches the result from a new one; a task past its
-ttl is gone and its run stopped; the server holds at most ``--max-tasks``.
-"""
+"""The bookkeeping of MCP tasks (`deepagent_magics.mcp.tasks`): the ttl a client may ask for, who sees a task,
+how a task ends, how long it is kept and how many the server holds. A clock the test moves stands for time."""
 
 from __future__ import annotations
 
-import os
-import sys
-import textwrap
-import time
+import math
+import threading
 
 import anyio
 import pytest
-from mcp import StdioServerParameters
-from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
-from tests.mcp.task_client import task_client
-from tests.mcp.test_server import http_server, with_token
 
-pytestmark = pytest.mark.server  # make test-fast leaves these out
-
-WAIT = 60  # seconds: a bound on waiting for what the test itself unblocked, never an assertion on speed
-
-FACTORY = textwrap.dedent('''
-    from deepagent_magics.testing import ScriptedLM
-
-    GATE = GATE_PATH
-
-    def make():
-        return ScriptedLM([
-            ("Plan.", "write_todos([{'content': 'wait for the gate', 'status': 'in_progress'}])\\nprint('working')"),
-            ("Wait.", f"import pathlib, time\\nwhile not pathlib.Path({GATE!r}).exists():\\n    time.sleep(0.05)\\n"
-                      "print('gate open')"),
-            ("Write.", "write_file('after_gate.txt', 'step 3 ran')"),
-            ("Done.", "SUBMIT(result='through the gate')"),
-        ])
-''')
+from deepagent_magics.core.policy.steering import steering_of
+from deepagent_magics.core.run.run import Run
+from deepagent_magics.mcp.tasks import (DEFAULT_TTL_MS, FETCHED_GRACE, MAX_TTL_MS, MIN_TTL_MS, TaskStore,
+                                        requested_ttl)
 
 
-@pytest.fixture
-def served(tmp_path):
-    """(root, gate, stdio parameters): the factory module sits in tmp_path, as `test_server` expects it."""
-    gate = tmp_path / "gate"
-    (tmp_path / "lm_factory_for_test.py").write_text(FACTORY.replace("GATE_PATH", repr(str(gate))))
-    root = tmp_path / "root"
-    root.mkdir()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
-    params = StdioServerParameters(command=sys.executable, env=env, cwd=str(tmp_path), args=[
-        "-m", "deepagent_magics.mcp", "--root", str(root), "--lm-factory", "lm_factory_for_test:make",
-        "--max-depth", "0"])
-    return root, gate, params
+class Clock:
+    def __init__(self):
+        self.now = 1_000_000.0
+
+    def __call__(self):
+        return self.now
 
 
-async def until(check, what: str):
-    """Poll ``check()`` (async) until it returns something true; fail after `WAIT` seconds."""
-    deadline = time.monotonic() + WAIT
-    while True:
-        value = await check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {WAIT} s: {what}")
-        await anyio.sleep(0.1)
+def in_loop(body):
+    """Run ``body()`` inside an event loop (a task's `ended` is an anyio event)."""
+    async def main():
+        return body()
+    return anyio.run(main)
 
 
-async def at_step_two(client, task_id):
-    async def check():
-        status = await client.get(task_id)
-        return status if "step 2 running" in (status.status_message or "") else None
-    return await until(check, "the run reached its second step")
+@pytest.mark.parametrize("given", [-1, 0, MIN_TTL_MS - 1, MAX_TTL_MS + 1, 10 ** 30, 1e300, math.nan, math.inf,
+                                   -math.inf, 1.5, "60000", True, [], {}])
+def test_a_ttl_out_of_bounds_or_not_a_whole_number_is_an_mcp_error(given):
+    with pytest.raises(MCPError) as caught:
+        requested_ttl({"ttl": given})
+    assert caught.value.error.code == -32602 and "whole number of milliseconds" in caught.value.error.message
+    assert len(caught.value.error.message) < 200  # a huge value is not echoed whole
 
 
-async def record_status(client, workspace, wanted=None):
-    """The status of the workspace's one run, from its record, once it is not running (list_runs, a plain call)."""
-    async def check():
-        runs = (await client.session.call_tool("list_runs", {"workspace": workspace})).structured_content["result"]
-        return runs[0] if runs and runs[0]["status"] not in ("running", "pending") else None
-    return await until(check, f"the run in {workspace} ended")
+def test_a_ttl_within_bounds_is_kept_and_none_is_the_default():
+    assert requested_ttl({"ttl": 60_000}) == 60_000 and requested_ttl({"ttl": 60_000.0}) == 60_000
+    assert requested_ttl({}) == requested_ttl({"ttl": None}) == DEFAULT_TTL_MS
+    assert requested_ttl({"ttl": 5_000}, max_ttl_ms=5_000) == 5_000
+    assert requested_ttl({}, max_ttl_ms=5_000) == 5_000  # the default never exceeds the server's longest
+    for not_an_object in ("x", [60_000], 60_000):
+        with pytest.raises(MCPError):
+            requested_ttl(not_an_object)
 
 
-def test_run_task_as_a_task_over_stdio_polls_steps_and_fetches_what_a_plain_call_returns(served):
-    root, gate, params = served
+def test_a_task_is_seen_only_by_its_owner_and_ids_are_long_and_distinct():
+    def body():
+        store = TaskStore(max_live=100)
+        mine = store.create("token:a", 60_000, "run_task")
+        ids = {store.create("token:a", 60_000, "run_task").id for _ in range(50)}
+        seen = store.get("token:a", mine.id)
+        errors = []
+        for owner, task_id in (("token:b", mine.id), ("stdio", mine.id), ("token:a", mine.id[:-1]),
+                               ("token:a", 42), ("token:a", "")):
+            with pytest.raises(MCPError) as caught:
+                store.get(owner, task_id)
+            errors.append(caught.value.error)
+        return mine, ids, seen, errors, store.owned_by("token:b"), len(store.owned_by("token:a"))
 
-    async def scenario():
-        async with task_client(stdio_client(params)) as client:
-            tools = {tool.name: tool for tool in (await client.session.list_tools()).tools}
-            created = await client.call_as_task("run_task", {"task": "wait, then write", "workspace": "ws"})
-            working = await at_step_two(client, created.task.task_id)
-            listed = await client.list()
-            gate.touch()
-            result = await client.result(created.task.task_id)
-            after = await client.get(created.task.task_id)
-            await until(lambda: anyio.to_thread.run_sync(lambda: bool(client.statuses)), "a status notification")
-            plain = await client.session.call_tool("run_task", {"task": "wait, then write", "workspace": "plain"})
-            return client.initialized, tools, created, working, listed, result, after, client.statuses, plain
-
-    init, tools, created, working, listed, result, after, statuses, plain = anyio.run(scenario)
-    assert init.protocol_version == "2025-11-25"
-    assert init.capabilities.tasks.requests.tools.call is not None  # the capability, for tools/call
-    assert init.capabilities.tasks.list is not None and init.capabilities.tasks.cancel is not None
-    assert tools["run_task"].execution.task_support == "optional"
-    assert tools["list_runs"].execution is None and tools["get_run"].execution is None  # quick: plain calls only
-    assert created.task.status == "working" and created.task.ttl == 60_000  # at once, before the run ended
-    assert len(created.task.task_id) >= 32
-    assert "1 of at most 20 steps done, step 2 running" in working.status_message  # its progress: steps so far
-    assert "working on: wait for the gate" in working.status_message  # and the todo in progress
-    assert working.status == "working"
-    assert [task.task_id for task in listed.tasks] == [created.task.task_id]
-    run = result.structured_content
-    assert not result.is_error and run["status"] == "finished" and run["result"] == "through the gate"
-    assert run["steps"] == 4 and run["files"] == ["after_gate.txt"]
-    assert result.meta["io.modelcontextprotocol/related-task"] == {"taskId": created.task.task_id}
-    assert set(run) == set(plain.structured_content) and plain.structured_content["status"] == "finished"
-    assert after.status == "completed" and f"run {run['id']} ended finished after 4 steps" == after.status_message
-    assert [(s.task_id, s.status) for s in statuses] == [(created.task.task_id, "completed")]
-    assert (root / "ws" / "after_gate.txt").read_text() == "step 3 ran"
+    mine, ids, seen, errors, theirs, count = in_loop(body)
+    assert seen is mine and theirs == [] and count == 51
+    assert len(ids) == 50 and mine.id not in ids and min(len(i) for i in ids | {mine.id}) >= 32
+    assert all(e.code == -32602 and "no task" in e.message for e in errors)  # another's: the same as unknown
 
 
-def test_a_cancelled_task_stops_its_run_and_has_no_result(served):
-    root, gate, params = served
+def test_the_live_limit_counts_working_tasks_and_results_not_fetched():
+    def body():
+        clock = Clock()
+        store = TaskStore(max_live=2, clock=clock)
+        first, second = store.create("o", 60_000, "run_task"), store.create("o", 60_000, "run_task")
+        with pytest.raises(MCPError) as full:
+            store.create("o", 60_000, "run_task")
+        first.finish(result={"content": [], "structuredContent": {"id": "r", "status": "finished", "steps": 1}})
+        first.detach()
+        still_full = first.live
+        first.fetched_at = clock()  # its result was fetched: it no longer counts
+        third = store.create("o", 60_000, "run_task")
+        second.cancel()
+        counts_while_running = second.live  # cancelled, but its run has not returned yet
+        second.detach()
+        return full.value.error, still_full, third, counts_while_running, second.live
 
-    async def scenario():
-        async with task_client(stdio_client(params)) as client:
-            created = await client.call_as_task("run_task", {"task": "wait forever", "workspace": "ws"})
-            task_id = created.task.task_id
-            await at_step_two(client, task_id)
-            cancelled = await client.cancel(task_id)
-            errors = []
-            for request in (client.result, client.cancel):
-                with pytest.raises(MCPError) as caught:
-                    await request(task_id)
-                errors.append(caught.value.error)
-            record = await record_status(client, "ws")  # the run ended by itself: nobody opened the gate
-            gate.touch()  # too late: nothing runs on
-            await anyio.sleep(0.5)
-            full = (await client.session.call_tool("get_run", {"run_id": record["id"], "workspace": "ws"}))
-            return cancelled, errors, record, full.structured_content, await client.get(task_id)
-
-    cancelled, errors, record, full, later = anyio.run(scenario)
-    assert cancelled.status == "cancelled" and later.status == "cancelled"  # before the answer, and for good
-    assert errors[0].code == -32602 and "was cancelled: it has no result" in errors[0].message
-    assert errors[1].code == -32602 and "already in terminal status 'cancelled'" in errors[1].message
-    assert record["status"] == "stopped" and record["steps"] == 2  # the run's record: stopped where it was
-    assert "Stopped: the run was cancelled" in full["steps"][1]["output"]  # the waiting step was cut short
-    assert not (root / "ws" / "after_gate.txt").exists()
+    error, still_full, third, counts_while_running, after = in_loop(body)
+    assert error.code == -32600 and "already holds 2 live tasks" in error.message
+    assert still_full and third.status == "working"
+    assert counts_while_running and not after
 
 
-def test_a_task_past_its_ttl_is_gone_and_its_run_stopped(served):
-    root, gate, params = served
+def test_a_cancelled_task_stays_cancelled_and_stops_its_run():
+    def body():
+        store = TaskStore()
+        task = store.create("o", 60_000, "run_task")
+        run = Run("a task")
+        task.attach(run, 20)
+        task.cancel()
+        changed = task.finish(result={"content": [], "structuredContent": {"status": "finished"}})
+        with pytest.raises(MCPError) as again:
+            task.cancel()
+        task.detach()
+        return task, run, changed, again.value.error
 
-    async def scenario():
-        async with task_client(stdio_client(params)) as client:
-            created = await client.call_as_task("run_task", {"task": "wait", "workspace": "ws"}, task={"ttl": 1000})
-            record = await record_status(client, "ws")
-
-            async def expired():
-                try:
-                    await client.get(created.task.task_id)
-                except MCPError as exc:
-                    return exc.error
-                return None
-            return created, record, await until(expired, "the task expired")
-
-    created, record, error = anyio.run(scenario)
-    assert created.task.ttl == 1000
-    assert record["status"] == "stopped"  # a task still working when its ttl passes is cancelled: its run stops
-    assert error.code == -32602 and "no task" in error.message
-    assert not (root / "ws" / "after_gate.txt").exists()
+    task, run, changed, error = in_loop(body)
+    assert task.status == "cancelled" and not changed and task.ended.is_set()
+    assert steering_of(run).stop.is_set()  # the run's next step boundary ends it `stopped`
+    assert error.code == -32602 and "already in terminal status 'cancelled'" in error.message
 
 
-def test_over_http_a_task_outlives_its_connection_and_is_cancelled_with_the_token(served, tmp_path):
-    root, gate, _ = served
-    token = "t0k3n-" + "b" * 40
-    context, url, log = http_server(tmp_path, root, token=token)
+def test_a_task_cancelled_before_its_run_started_stops_the_run_at_once():
+    def body():
+        task = TaskStore().create("o", 60_000, "run_task")
+        task.cancel()
+        run = Run("late")
+        task.attach(run, 20)
+        task.detach()
+        return run
 
-    async def first_connection():
-        async with task_client(with_token(url, token)) as client:
-            created = await client.call_as_task("run_task", {"task": "wait, then write", "workspace": "ws"})
-            await at_step_two(client, created.task.task_id)
-            return created.task.task_id  # and the connection is dropped, mid-run
-
-    async def second_connection(task_id):
-        async with task_client(with_token(url, token)) as client:
-            status = await client.get(task_id)
-            gate.touch()
-            result = await client.result(task_id)
-            gate.unlink()
-            other = await client.call_as_task("run_task", {"task": "wait again", "workspace": "ws2"})
-            await at_step_two(client, other.task.task_id)
-            cancelled = await client.cancel(other.task.task_id)
-            return status, result, cancelled, await record_status(client, "ws2")
-
-    with context:
-        task_id = anyio.run(first_connection)
-        status, result, cancelled, record = anyio.run(second_connection, task_id)
-        with pytest.raises(BaseException):  # no token: 401, no task
-            anyio.run(_without_token, url, task_id)
-    assert status.status == "working"  # still running after its connection went
-    assert result.structured_content["status"] == "finished" and result.structured_content["steps"] == 4
-    assert (root / "ws" / "after_gate.txt").read_text() == "step 3 ran"
-    assert cancelled.status == "cancelled" and record["status"] == "stopped"
-    assert token not in log.read_text()
+    assert steering_of(in_loop(body)).stop.is_set()
 
 
-async def _without_token(url, task_id):
-    async with task_client(with_token(url, None)) as client:
-        await client.get(task_id)
+def test_expiry_drops_tasks_past_their_ttl_cancelling_those_still_working_and_fetched_ones_after_a_grace():
+    def body():
+        clock = Clock()
+        store = TaskStore(clock=clock)
+        working = store.create("o", 2_000, "run_task")
+        run = Run("long")
+        working.attach(run, 20)
+        done = store.create("o", 600_000, "run_task")
+        done.finish(result={"content": []})
+        done.fetched_at = clock()
+        kept = store.create("o", 600_000, "run_task")
+        clock.now += 1.5
+        before = {t.id for t in store.owned_by("o")}
+        clock.now += 1.0  # past `working`'s ttl
+        after_ttl = {t.id for t in store.owned_by("o")}
+        clock.now += FETCHED_GRACE
+        after_grace = {t.id for t in store.owned_by("o")}
+        working.detach()
+        threading.Event().wait(0.2)  # the stopper thread sees the run over and ends
+        return working, run, done, kept, before, after_ttl, after_grace
 
-
-def test_the_server_holds_at_most_max_tasks_live(served):
-    root, gate, params = served
-    params.args += ["--max-tasks", "1"]
-
-    async def scenario():
-        async with task_client(stdio_client(params)) as client:
-            first = await client.call_as_task("run_task", {"task": "wait", "workspace": "ws"})
-            with pytest.raises(MCPError) as refused:
-                await client.call_as_task("run_task", {"task": "one more", "workspace": "ws2"})
-            await client.cancel(first.task.task_id)
-            await record_status(client, "ws")  # its run has ended: the task no longer counts
-            again = await client.call_as_task("run_task", {"task": "now there is room", "workspace": "ws3"})
-            gate.touch()
-            return refused.value.error, (await client.result(again.task.task_id)).structured_content
-
-    refused, result = anyio.run(scenario)
-    assert refused.code == -32600 and "already holds 1 live tasks" in refused.message
-    assert result["status"] == "finished"
-    assert not (root / "ws2").exists()  # the refused task ran nothing
+    working, run, done, kept, before, after_ttl, after_grace = in_loop(body)
+    assert before == {working.id, done.id, kept.id}
+    assert after_ttl == {done.id, kept.id} and working.status == "cancelled" and steering_of(run).stop.is_set()
+    assert working.ended.is_set()  # anyone waiting on tasks/result wakes
+    assert after_grace == {kept.id}
