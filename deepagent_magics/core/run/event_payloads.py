@@ -73,6 +73,7 @@ class RunFinished(TypedDict):
     status: str
     result: Any  # the submitted result (a sub-agent's: data, as submitted)
     error: str | None
+    extracted: str | None  # why the result was taken from the run's output, not submitted (core/loop/ending.py)
 
 
 # ------------------------------------------------------------ the user's controls (core.policy, core.loop.ending)
@@ -87,6 +88,14 @@ class Approval(TypedDict, total=False):
     reasons: list[str]
     note: str
     action: str  # a runtime check's action ("write /home/me/notes.md"); absent for a code block
+
+
+class ApprovalAsked(TypedDict):
+    agent: str  # "the agent", or "sub-agent <id> (<task>)"
+    step: int | None
+    code: str  # the block asked about, scrubbed
+    reasons: list[str]
+    action: str | None  # a runtime check's action; None for a code block
 
 
 class UserNote(TypedDict):
@@ -140,7 +149,8 @@ PAYLOADS: dict[str, type] = {
     kinds.RUN_STARTED: RunStarted, kinds.STEP_STARTED: StepStarted, kinds.STEP_FINISHED: StepFinished,
     kinds.TOOL_CALL: ToolCall, kinds.TODOS: Todos, kinds.FILE_WRITTEN: FileWritten,
     kinds.SUBAGENT_STARTED: SubagentStarted, kinds.SUBAGENT_FINISHED: SubagentFinished, kinds.LM_USAGE: LmUsage,
-    kinds.STATUS: Status, kinds.RUN_FINISHED: RunFinished, kinds.APPROVAL: Approval, kinds.USER_NOTE: UserNote,
+    kinds.STATUS: Status, kinds.RUN_FINISHED: RunFinished, kinds.APPROVAL: Approval,
+    kinds.APPROVAL_ASKED: ApprovalAsked, kinds.USER_NOTE: UserNote,
     kinds.SPEND_CAP: SpendCap, kinds.REPLY_RETRY: ReplyRetry, kinds.PROVIDER_RETRY: ProviderRetry,
     kinds.COMPACTION: Compaction, kinds.STEP_STREAMING: StepStreaming, kinds.LLM_QUERY_STREAMING: LlmQueryStreaming,
 }
