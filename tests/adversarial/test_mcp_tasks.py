@@ -64,9 +64,14 @@ def test_bad_ttls_and_task_ids_are_mcp_errors_nothing_runs_and_the_server_keeps_
             errors.append(("tasks/list", "cursor", caught.value.error))
             listed = await client.list()
             still = await client.session.call_tool("list_runs", {})
-            return errors, listed, still
+            failing = []  # the tool's own refusals: a task that fails with the same result a plain call gets
+            for arguments in ({"task": "   "}, {"task": "x", "workspace": "../outside"}):
+                created = await client.call_as_task("run_task", arguments)
+                failing.append((await client.result(created.task.task_id), await client.get(created.task.task_id),
+                                await client.session.call_tool("run_task", arguments)))
+            return errors, listed, still, failing
 
-    errors, listed, still = anyio.run(scenario)
+    errors, listed, still, failing = anyio.run(scenario)
     for what, value, error in errors:
         wanted = -32601 if what == "tool" else -32602
         assert error.code == wanted, (what, value, error)
@@ -75,6 +80,11 @@ def test_bad_ttls_and_task_ids_are_mcp_errors_nothing_runs_and_the_server_keeps_
     assert all("whole number of milliseconds from 1000 to 86400000" in m for m in ttl_messages)
     assert listed.tasks == [] and not still.is_error  # nothing was created; the server still serves
     assert not (root / "ws").exists()  # and nothing ran
+    for (result, status, plain), said in zip(failing, ("task is empty", "outside the server's root")):
+        assert result.is_error and said in result.content[0].text
+        assert result.content == plain.content and plain.is_error
+        assert status.status == "failed" and said in status.status_message
+    assert not (root.parent / "outside").exists()
 
 
 def test_nan_and_infinity_in_the_raw_json_are_mcp_errors(served, tmp_path):  # noqa: F811

@@ -67,3 +67,35 @@ def test_a_block_that_ends_in_time_delivers_nothing_later():
         pass
     time.sleep(0.4)  # nothing lands here
     interruptible_sleep(0.01)  # outside a block: the real sleep
+
+
+def test_cut_short_ends_the_block_in_that_thread_now_and_says_who_stopped_it():
+    """A cancelled run (an MCP task): its block ends at once, long before its time, even past a bare except;
+    a block in another thread keeps its own time."""
+    from deepagent_magics.interpreters.time_limit import cut_short
+
+    work = agent_code("def work():\n    while True:\n        try:\n            time.sleep(1)\n"
+                      "        except BaseException:\n            pass\nimport time\n")
+    ended, started, limits = {}, threading.Event(), {}
+
+    def worker(name, seconds):
+        limits[name] = limit = TimeLimit(seconds, no_tool, zero)
+        try:
+            with limit:
+                if name == "cut":
+                    started.set()
+                work()
+        except ExecutionTimeout:
+            ended[name] = limit.stopped_by
+
+    cut = threading.Thread(target=worker, args=("cut", 600), daemon=True)
+    other = threading.Thread(target=worker, args=("other", 2.0), daemon=True)
+    other.start()
+    cut.start()
+    assert started.wait(30)
+    assert not cut_short(threading.get_ident(), "nothing runs here")  # no block in this thread: nothing cut
+    assert cut_short(cut.ident, "the run was cancelled")
+    cut.join(30)
+    assert not cut.is_alive() and ended["cut"] == "the run was cancelled"
+    other.join(30)
+    assert ended["other"] == ""  # ended by its own time, not cut
