@@ -202,7 +202,8 @@ class Launcher:
             except Exception as exc:  # e.g. no such kernel spec
                 raise RequestError(400, f"could not start a kernel: {exc}") from exc
         run_id = body.get("run_id") or new_run_id()
-        if run_id in self.launches or (workspace / ".deepagent" / "runs" / f"{run_id}.json").exists():
+        runs = workspace / ".deepagent" / "runs"
+        if run_id in self.launches or any((runs / f"{run_id}{suffix}").exists() for suffix in (".json", ".events.jsonl")):
             raise RequestError(409, f"there is a run {run_id} already")
         launch = Launch(run_id, body["task"], kernel_id, workspace)
         self.launches[launch.id] = launch

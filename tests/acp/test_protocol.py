@@ -248,3 +248,29 @@ def test_deepagent_acp_refuses_a_model_it_cannot_have_in_one_line(tmp_path):
                           cwd=tmp_path, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "cannot read the script" in done.stderr
+
+
+def test_a_sub_agent_is_a_tool_call_and_its_steps_are_nested_under_it(tmp_path):
+    steps = {"scripts": {"ask a helper": [["Delegate the sum.", "r = delegate('CHILD-ACP: add two and two')\nprint(r)"],
+                                          ["Done.", "SUBMIT(result='helper said ' + r)"]],
+                         "CHILD-ACP": [["Add.", "total = 2 + 2\nprint(total)"], ["Answer.", "SUBMIT(result=str(total))"]]}}
+    client = Recorder()
+
+    async def scenario():
+        async with agent(client, tmp_path, "--lm", script(tmp_path, steps)) as (conn, _):
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            return await conn.prompt(session_id=session.session_id, prompt=[text_block("ask a helper")])
+
+    assert run(scenario()).stop_reason == "end_turn"
+    [helper] = [u for u in client.of("tool_call") if u.kind == "think"]
+    assert helper.title == "Sub-agent: CHILD-ACP: add two and two" and helper.status == "in_progress"
+    root_step = [u for u in client.of("tool_call") if u.kind == "execute" and u.title == "Step 1"][0]
+    assert helper.field_meta["deepagent"]["parent"] == root_step.tool_call_id
+    nested = [u for u in client.of("tool_call") if u.kind == "execute" and u.field_meta]
+    assert [u.title.split(" · ")[1] for u in nested] == ["step 1", "step 2"]
+    assert all(u.field_meta["deepagent"]["parent"] == helper.tool_call_id for u in nested)
+    assert "total = 2 + 2" in nested[0].content[0].content.text
+    finished = [u for u in client.of("tool_call_update") if u.tool_call_id == helper.tool_call_id]
+    assert finished[-1].status == "completed" and finished[-1].raw_output["result"] == "4"
+    assert client.messages().endswith("helper said 4")
+    assert "Add.\n\n" not in [u.content.text for u in client.of("agent_message_chunk")]  # the chat's text is the root's

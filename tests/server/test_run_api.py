@@ -264,6 +264,12 @@ def test_bad_input_gets_a_clear_status_and_the_server_keeps_serving(server):
     assert got == 404
     got, _ = server.call("POST", "/deepagent/api/runs/no-such-run/answer", {"answer": "y"})
     assert got == 404
+    planted = server.root / ".deepagent" / "runs" / "guessed-1.events.jsonl"
+    planted.parent.mkdir(parents=True, exist_ok=True)
+    planted.write_text('{"seq": 1, "kind": "run_finished", "run": "guessed-1", "parent": null, "data": {}}\n')
+    got, reply = server.call("POST", "/deepagent/api/runs", {"task": "t", "run_id": "guessed-1"})
+    assert got == 409 and "already" in reply["message"]  # a log planted under the id: never taken as the run's
+    planted.unlink()
     got, reply = server.call("GET", "/deepagent/api/runs?workspace=../..")
     assert got == 403
     got, reply = server.call("GET", "/deepagent/api/runs?limit=many")
