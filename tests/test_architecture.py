@@ -387,3 +387,39 @@ def _imported_names(test: Path) -> set[str]:
             found.add(node.module)
             found |= {f"{node.module}.{alias.name}" for alias in node.names}
     return found
+
+
+BROAD = {"Exception", "BaseException"}
+
+
+def unexplained_handlers(source: str) -> list[int]:
+    """The lines of ``except Exception`` / ``except BaseException`` / bare ``except`` handlers that neither re-raise
+    nor say, in a comment on the ``except`` line, why they must catch everything (and what they expect)."""
+    lines = source.splitlines()
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ExceptHandler):
+            continue
+        caught = node.type.elts if isinstance(node.type, ast.Tuple) else [node.type]
+        names = {getattr(each, "id", getattr(each, "attr", "")) if each is not None else "Exception" for each in caught}
+        if not names & BROAD or any(isinstance(inner, ast.Raise) for inner in ast.walk(node)):
+            continue
+        if "#" not in lines[node.lineno - 1]:
+            found.append(node.lineno)
+    return found
+
+
+def test_every_broad_handler_says_what_it_expects_or_why_it_must_be_broad():
+    """A handler that catches everything and goes on hides the bugs it did not mean to catch: it says why it must
+    be broad (what it expects: a user's object raising anything, a kernel gone), or it names the error it means."""
+    found = [f"{name}:{line}" for name, path in modules().items() for line in unexplained_handlers(path.read_text())]
+    assert not found, "\n".join(found)
+
+
+def test_the_broad_handler_rule_sees_silent_handlers():
+    source = ("try:\n    f()\nexcept Exception:\n    pass\n"
+              "try:\n    f()\nexcept BaseException as exc:  # re-raised in the caller's thread\n    keep(exc)\n"
+              "try:\n    f()\nexcept Exception:\n    raise\n"
+              "try:\n    f()\nexcept:\n    pass\n"
+              "try:\n    f()\nexcept (ValueError, Exception):\n    pass\n")
+    assert unexplained_handlers(source) == [3, 15, 19]

@@ -55,7 +55,7 @@ class TextProgress:
         stream = self._out()
         try:
             return bool(stream.isatty()) or type(stream).__name__ == "OutStream"  # ipykernel's
-        except Exception:
+        except Exception:  # a stream that cannot say what it is: not a terminal
             return False
 
     def _write_live(self, text: str) -> None:

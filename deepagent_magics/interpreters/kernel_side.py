@@ -276,7 +276,7 @@ def echo(value):
     else:
         try:
             text = repr(value)
-        except Exception as exc:
+        except Exception as exc:  # a value's own __repr__ may raise anything: said instead
             text = f"<{type(value).__name__} object; repr failed: {exc}>"
     return text if len(text) <= ECHO_LIMIT else text[:ECHO_LIMIT] + f"... ({len(text) - ECHO_LIMIT} more chars)"
 

@@ -73,7 +73,7 @@ class Tracker:
     def after_step(self, step: int | None, injected: dict[str, Any]) -> None:
         try:
             self._after_step(step, injected)
-        except Exception:
+        except Exception:  # provenance is a record of the step: whatever breaks it is logged, never the step's failure
             log.exception("provenance: after the step")
 
     def _before_step(self, tree: ast.AST) -> None:
@@ -128,7 +128,7 @@ class Tracker:
                     change["scratch"] = True
         try:
             self._remember_what_it_left()
-        except Exception:
+        except Exception:  # provenance is a record of the run: whatever breaks it is logged, never the run's failure
             log.exception("provenance: at the end of the run")
         self.before, self.prints, self.snapshots, self._step_refs = {}, {}, {}, {}  # the run is over
 

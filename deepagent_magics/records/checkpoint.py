@@ -140,13 +140,13 @@ def _save_variable(staging: Path, name: str, value: Any, redact: Redactor, repor
             value.to_parquet(path)
             report.saved[name] = "parquet"
             return {"name": name, "how": "parquet", "file": path.name, "sha256": file_digest(path), "type": kind}
-        except Exception:
-            pass  # odd column types: pickle it instead
+        except Exception:  # odd column types, any engine's error: pickled instead
+            pass
     try:
         import cloudpickle
 
         data = cloudpickle.dumps(value)
-    except Exception as exc:
+    except Exception as exc:  # whatever pickling a user's value raises: replayed instead, and why
         report.saved[name] = "replay"
         return {"name": name, "how": "replay", "type": kind, "why": f"{type(exc).__name__}: {str(exc)[:120]}"}
     if holds_secret(value, redact, pickled=data):  # a secret, or a piece of one, in the bytes or an array's text
@@ -268,7 +268,7 @@ def restore(root: str | os.PathLike, name: str, namespace: dict[str, Any],
         except ModuleNotFoundError as exc:
             report.skipped[variable] = (f"needs the package {exc.name!r}, which is not installed here: "
                                         f"pip install {exc.name} and resume again")
-        except Exception as exc:
+        except Exception as exc:  # whatever loading a value raises: skipped, and why
             report.skipped[variable] = f"could not be loaded ({type(exc).__name__}: {str(exc)[:100]})"
     if to_replay:
         _replay_into(manifest, namespace, loaded, to_replay, approve, report)

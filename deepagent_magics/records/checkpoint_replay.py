@@ -86,7 +86,7 @@ def _copies(namespace: dict[str, Any], steps: list[tuple[str, str]]) -> dict[str
             continue
         try:
             scratch[name] = copy.deepcopy(value)
-        except Exception:
+        except Exception:  # a value that cannot be copied is left out of the replay's scratch
             continue
     return scratch
 

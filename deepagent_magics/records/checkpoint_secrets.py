@@ -95,6 +95,6 @@ def _pandas_texts(value: Any, depth: int, left: list[int]) -> Iterator[str]:
         try:
             array = value.to_numpy(dtype=object) if str(getattr(value, "dtype", "")) in ("string", "str") else \
                 value.to_numpy()
-        except Exception:
+        except Exception:  # a column that cannot become an array: its texts are not searched
             return
         yield from _array_texts(array, depth + 1, left)

@@ -55,7 +55,7 @@ def plain(value: Any, depth: int = 0) -> Any:
         return [plain(item, depth + 1) for item in value]
     try:
         return repr(value)
-    except Exception:
+    except Exception:  # a value's own __repr__ may raise anything: its type instead
         return f"<unrepresentable {type(value).__name__}>"
 
 

@@ -65,7 +65,7 @@ class LibraryScrubFilter(logging.Filter):
         if record.exc_info and not record.exc_text:
             try:
                 record.exc_text = logging.Formatter().formatException(record.exc_info)
-            except Exception:
+            except Exception:  # a traceback that cannot be formatted: its type, never the raw record
                 record.exc_text = f"{record.exc_info[0]!r}"
         if record.exc_text:
             scrubbed = scrub(record.exc_text)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import queue
 import re
 import shlex
 import time
@@ -152,7 +153,7 @@ async def _began(client: Any, msg_id: str) -> bool:
     while True:
         try:
             message = await _maybe_await(client.get_iopub_msg(timeout=0))
-        except Exception:  # queue.Empty: nothing more for now
+        except queue.Empty:  # nothing more for now
             return False
         if (message.get("parent_header", {}).get("msg_id") == msg_id and message.get("msg_type") == "status"
                 and message.get("content", {}).get("execution_state") == "busy"):
@@ -252,7 +253,7 @@ class Launcher:
                     await self._relay(client, launch)
                 try:
                     reply = await _maybe_await(client.get_shell_msg(timeout=0.2 if not launch.running else 1.0))
-                except Exception:  # queue.Empty: nothing yet
+                except queue.Empty:  # nothing yet
                     lost = self.lost(launch)
                     if lost:
                         launch.error = f"the run did not end: {lost}"
@@ -264,7 +265,7 @@ class Launcher:
                 if content.get("status") != "ok":
                     launch.error = f"{content.get('ename', 'Error')}: {content.get('evalue', '')}".strip()
                 return
-        except Exception as exc:
+        except Exception as exc:  # whatever ends the kernel's answer: the run's error, one line, logged
             launch.error = f"could not run the cell in kernel {launch.kernel_id}: {exc}"
             log.warning("deepagent run %s: %s", launch.id, launch.error)
         finally:
@@ -272,7 +273,7 @@ class Launcher:
             if client is not None:
                 try:
                     client.stop_channels()
-                except Exception:
+                except Exception:  # channels of a kernel already gone: nothing left to stop
                     pass
 
     def not_running(self, launch: Launch, status: str | None) -> str | None:

@@ -155,7 +155,7 @@ class MCPServer:
         except ProtocolError as exc:  # an answer, even "no such method", is a live server
             if getattr(getattr(exc, "error", None), "code", None) == CONNECTION_CLOSED or "closed" in str(exc).lower():
                 self._broken(exc)
-        except Exception as exc:
+        except Exception as exc:  # no answer in time, a dropped connection, the SDK's own errors: a dead server
             self._broken(exc)
 
     def _broken(self, exc: BaseException) -> None:
@@ -169,7 +169,7 @@ class MCPServer:
             self._loop.call_soon_threadsafe(self._closing.set)
             try:
                 asyncio.run_coroutine_threadsafe(asyncio.wait_for(asyncio.shield(self._task), 10), self._loop).result(15)
-            except Exception:
+            except Exception:  # a server that will not close within 15 s is left to its process's end
                 pass
 
 

@@ -71,7 +71,7 @@ class Metric:
         args = (example, pred, trace, pred_name, pred_trace)[: self._arity]
         try:
             value = self.fn(*args)
-        except Exception as exc:
+        except Exception as exc:  # the user's metric may raise anything: a zero score saying why
             message = f"{self.name} raised {type(exc).__name__}: {exc}"
             self.errors.append(message)
             return Score(0.0, feedback=message, error=message)

@@ -40,7 +40,7 @@ def available() -> str | None:
     try:
         import deepagents  # noqa: F401
         from deepagents.backends import FilesystemBackend  # noqa: F401
-    except Exception as exc:
+    except Exception as exc:  # any import error of an optional peer: why it is not available
         return f"{type(exc).__name__}: {exc}"
     return None
 
@@ -81,7 +81,7 @@ class DeepAgentsSystem:
                 with _STDOUT, contextlib.redirect_stdout(buffer):
                     try:
                         exec(code, namespace)
-                    except Exception:
+                    except Exception:  # the model's code may raise anything: its traceback is what the peer reads
                         print(traceback.format_exc(limit=2))
                 return buffer.getvalue() or "(nothing printed)"
 

@@ -312,7 +312,7 @@ class DeepAgent(dspy.Module):
                 except (CapReached, StopRun, Stalled) as exc:  # a cap; the stop button or `q`; a stall (core.loop.ending)
                     session.cancelled.set()  # first: tools the agent left running in its threads stop early
                     return end_early(self.rlm, session, exc, OUTPUT_FIELD)
-        except Exception as exc:
+        except Exception as exc:  # the agent's failure (the LM, the provider, a bug): the run ends failed, kept
             session.cancelled.set()
             run.exception = exc
             run.finish("failed", error=reason(exc))  # one line naming the cause (failures.py)

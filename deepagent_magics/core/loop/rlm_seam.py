@@ -3,7 +3,7 @@
 dspy.RLM writes its own action prompt: a template with a second list of the tools, a second
 workflow, advice about building ``dspy.Predict`` sub-agents in the REPL, and each input
 previewed in a 1,000-character head and tail. `AgentRLM` keeps RLM's loop and replaces that
-text, here and nowhere else, by overriding three of its methods:
+text, here and nowhere else, by overriding three of its methods (a fourth, below, for ``llm_query``):
 
 - ``_build_signatures``: the action signature's instructions are `instructions.compose`'s
   (the profile, the REPL's rules, each offered tool once); its fields are RLM's

@@ -124,7 +124,7 @@ def run_coroutine(awaitable: Any, *, copy_context: bool = False) -> Any:
     def run() -> None:
         try:
             outcome["value"] = context.run(asyncio.run, coroutine) if context is not None else asyncio.run(coroutine)
-        except BaseException as exc:
+        except BaseException as exc:  # everything, BaseException too: re-raised in the caller's thread
             outcome["error"] = exc
 
     helper = threading.Thread(target=run, name="deepagent-run-coroutine", daemon=True)

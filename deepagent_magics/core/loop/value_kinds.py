@@ -26,7 +26,7 @@ def dead(value: Any) -> bool:
             return value() is None
         if cls is types.GeneratorType:
             return value.gi_frame is None
-    except Exception:
+    except Exception:  # a user's object may raise anything when looked at: not taken for a dead one
         return False
     return False
 
@@ -73,6 +73,6 @@ def imported(value: Any) -> bool:
             module = type.__dict__["__module__"].__get__(value, type)  # not a metaclass's own attribute lookup
         else:
             return False
-    except Exception:
+    except Exception:  # a user's class may raise anything when looked at: not importable by name
         return False
     return isinstance(module, str) and module != "__main__"

@@ -174,7 +174,7 @@ def describe(value: Any, detail: str = "normal", tables: Mapping[str, list[tuple
     if cls.__module__ in ("collections", "builtins") and hasattr(cls, "__len__"):
         try:
             return f"{kind}, {len(value):,} items"
-        except Exception:
+        except Exception:  # a user's __len__ may raise anything: the kind alone
             return kind
     return kind
 
@@ -212,7 +212,7 @@ def _columns(value: Any) -> list[tuple[str, str]] | None:
         names = list(value.columns[:MAX_COLUMNS])
         dtypes = value.dtypes
         kinds = list(dtypes.iloc[:MAX_COLUMNS]) if hasattr(dtypes, "iloc") else list(dtypes[:MAX_COLUMNS])
-    except Exception:
+    except Exception:  # a user's frame may raise anything when read: no columns shown
         return None
     return [(_label(name), _clip(str(dtype), 40)) for name, dtype in zip(names, kinds)]
 
@@ -255,7 +255,7 @@ def _head(frame: Any) -> str:
     is already here); nothing when a row would be wide."""
     try:
         lines = frame.head(HEAD_ROWS).to_string(max_cols=12, max_colwidth=24).splitlines()
-    except Exception:
+    except Exception:  # a user's frame may raise anything when rendered: no rows shown
         return ""
     if not lines or any(len(line) > 160 for line in lines):
         return ""
@@ -267,12 +267,12 @@ def _shape(value: Any, cls: type) -> tuple | None:
     if _trusted(cls):
         try:
             shape = value.shape
-        except Exception:
+        except Exception:  # a user's object may raise anything when read: no shape shown
             return None
     else:
         try:
             shape = inspect.getattr_static(value, "shape", None)
-        except Exception:
+        except Exception:  # a user's class may raise anything, even when read statically: no shape shown
             return None
         if isinstance(shape, (property, types.MemberDescriptorType, types.GetSetDescriptorType)) \
                 or hasattr(type(shape), "__get__"):
@@ -287,7 +287,7 @@ def _dtype(value: Any, cls: type) -> str | None:
         return None
     try:
         text = str(value.dtype)
-    except Exception:
+    except Exception:  # a user's dtype may raise anything when shown: no dtype shown
         return None
     return text if len(text) < 40 else None
 

@@ -280,7 +280,7 @@ def _run(factory: Callable[[], Any], stream: StepStream) -> Any:
     def work() -> None:
         try:
             outcome["value"] = context.run(asyncio.run, factory())
-        except BaseException as exc:
+        except BaseException as exc:  # everything, BaseException too: re-raised in the caller's thread
             outcome["error"] = exc
 
     helper = threading.Thread(target=work, name="deepagent-step-stream", daemon=True)

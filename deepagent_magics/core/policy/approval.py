@@ -187,7 +187,7 @@ class Approver:
     def _from_policy(self, proposal: Proposal) -> Decision:
         try:
             answer = self.policy(proposal)
-        except Exception as exc:
+        except Exception as exc:  # the user's policy function may raise anything: a policy fault, said in one line
             return self._policy_fault(f"raised {type(exc).__name__}: {one_line(exc)}")
         decision = Decision.parse(answer)
         if decision is None:
@@ -296,7 +296,7 @@ class Approver:
         try:
             out.write(text)
             out.flush()
-        except Exception:
+        except Exception:  # the cell's output may be closed or gone by now: nothing left to show it on
             pass
 
     # ------------------------------------------------------------ recording

@@ -63,7 +63,7 @@ def _highlight(code: str) -> str:
         from pygments.lexers import PythonLexer
 
         return highlight(code, PythonLexer(), TerminalFormatter())
-    except Exception:
+    except Exception:  # pygments missing or failing on odd code: the code shown plain
         return code + "\n"
 
 
@@ -82,6 +82,6 @@ def one_line(text: Any) -> str:
 def short(value: Any) -> str:
     try:
         text = repr(value)
-    except Exception:
+    except Exception:  # a value's own __repr__ may raise anything: its type instead
         text = f"a {type(value).__name__}"
     return scrub(text[:80])

@@ -191,7 +191,7 @@ def size_of(obj: Any, limit: int) -> int:
         try:
             total = obj.memory_usage(index=True, deep=True)
             return int(total.sum() if hasattr(total, "sum") else total)
-        except Exception:
+        except Exception:  # a user's frame may raise anything when measured: taken as too big to copy
             return limit + 1
     return _walk(obj, limit)
 
@@ -231,7 +231,7 @@ def snapshot(obj: Any, limit: int) -> Snapshot | None:
         if what in ("ndarray", "DataFrame", "Series"):
             return Snapshot(obj.copy(), [], fingerprint(obj))
         copied = copy.deepcopy(attributes(obj) if what == "object" else obj, memo)
-    except Exception:
+    except Exception:  # a user's object may refuse to be copied in any way: not kept for undo
         return None
     originals = memo.pop(id(memo), [])  # deepcopy keeps every original it copied here
     pairs = [(memo[id(original)], original) for original in originals if id(original) in memo]
@@ -244,7 +244,7 @@ def restore(obj: Any, saved: Snapshot) -> bool:
     try:
         if not _put_back(obj, saved.copy, back, set()):
             return False
-    except Exception:
+    except Exception:  # a user's object may refuse to be restored in any way: undo says it could not
         return False
     return fingerprint(obj) == saved.print
 

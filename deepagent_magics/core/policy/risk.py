@@ -93,7 +93,7 @@ def _parse(code: str) -> ast.Module | None:
         from IPython.core.inputtransformer2 import TransformerManager
 
         return ast.parse(TransformerManager().transform_cell(code))
-    except Exception:
+    except Exception:  # IPython's transformer or the parser on any text: not Python, no risks to find
         return None
 
 

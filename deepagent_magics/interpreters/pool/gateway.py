@@ -163,7 +163,7 @@ class Gateway:
         """Shut down the kernels that hosts killed earlier left on this gateway (once per process)."""
         try:
             return sweep(self)
-        except Exception:
+        except Exception:  # a gateway that cannot be swept now: its own culling removes them (docs/scale-out.md)
             log.debug("sweeping leftover gateway kernels failed", exc_info=True)
             return []
 

@@ -114,7 +114,7 @@ class WebsocketKernelClient:
         if self.websocket is not None:
             try:
                 self.websocket.close(timeout=1)
-            except Exception:
+            except Exception:  # a socket already broken cannot be closed cleanly: it is gone either way
                 log.debug("closing a gateway websocket failed", exc_info=True)
         if self._reader is not None and self._reader is not threading.current_thread():
             self._reader.join(timeout=5)

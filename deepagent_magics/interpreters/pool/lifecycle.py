@@ -150,7 +150,7 @@ def at_exit() -> None:
         try:
             if process is not None:
                 process.wait(timeout=2)
-        except Exception:
+        except Exception:  # a kernel not reaped in 2 s, or already reaped: the keeper reaps what is left
             pass
         shutil.rmtree(kernel.dir, ignore_errors=True)
         if getattr(kernel, "limits", None) is not None:

@@ -250,7 +250,7 @@ class KernelPool:
                 self._warming.add(kernel)
             try:
                 kernel.start(self.cwd, self.startup_timeout)
-            except Exception as exc:
+            except Exception as exc:  # any failure to start a kernel: logged, kept in last_error, tried again later
                 with self._cond:
                     self._warming.discard(kernel)
                     self._cond.notify_all()

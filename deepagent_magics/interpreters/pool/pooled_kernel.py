@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import shutil
 import signal
 import sys
@@ -224,7 +225,7 @@ class Kernel:
                 for channel in (self.client.shell_channel, self.client.iopub_channel):
                     try:
                         msg = channel.get_msg(timeout=0.05)
-                    except Exception:  # queue.Empty
+                    except queue.Empty:
                         continue
                     if msg["parent_header"].get("msg_id") == msg_id:
                         replied |= msg["msg_type"] == "kernel_info_reply"
@@ -243,7 +244,7 @@ class Kernel:
                 raise KernelStartError("the kernel stopped answering during set-up")
             try:
                 msg = self.client.iopub_channel.get_msg(timeout=min(left, 0.5))
-            except Exception:  # queue.Empty
+            except queue.Empty:
                 continue
             if msg["parent_header"].get("msg_id") != msg_id:
                 continue
@@ -278,7 +279,7 @@ class Kernel:
                 os.killpg(group, signal.SIGINT)
             else:  # a kernel that wants an interrupt_request message
                 run_coroutine(self.manager.interrupt_kernel())
-        except Exception:
+        except Exception:  # a kernel gone or not answering: the time limit kills it next
             log.debug("interrupting kernel %s failed", self.pid, exc_info=True)
 
     def kill(self) -> None:
@@ -293,7 +294,7 @@ class Kernel:
         if process is not None:
             try:
                 process.wait(timeout=5)
-            except Exception:
+            except Exception:  # a process that will not be reaped: said, and the keeper reaps it
                 log.warning("kernel %s did not exit after SIGKILL", self.pid)
 
     def close(self) -> None:
@@ -309,7 +310,7 @@ class Kernel:
                 # The manager's control socket and zmq context: closed now, never left to the
                 # garbage collector (a context collected before its sockets blocks forever).
                 run_coroutine(self.manager.cleanup_resources())
-        except Exception:
+        except Exception:  # closing a dead kernel's sockets may fail in any way: its folder goes anyway
             log.debug("cleaning up kernel %s failed", self.pid, exc_info=True)
         shutil.rmtree(self.dir, ignore_errors=True)
         if self.limits is not None:
