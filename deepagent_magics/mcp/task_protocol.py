@@ -148,7 +148,7 @@ class McpTasks:
             changed = task.finish(result=await call_next(ctx))
         except MCPError as exc:
             changed = task.finish(error=exc)
-        except Exception:
+        except Exception:  # a bug behind the tool: logged here, the client told only that the task failed
             log.exception("task %s… failed", task.id[:8])
             changed = task.finish(error=MCPError(code=INTERNAL_ERROR, message="Internal error"))
         finally:
