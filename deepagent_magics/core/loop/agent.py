@@ -258,7 +258,8 @@ class DeepAgent(dspy.Module):
         lm = resolve_lm(self.lm, namespace=user_namespace)
         sub_lm = resolve_lm(self.sub_lm, namespace=user_namespace) if self.sub_lm is not None else None
         requests = layers_for(REQUEST)  # each request of the run's LM goes through these (retries among them)
-        lm, sub_lm = with_retries(lm, run, self.retry_policy, requests), with_retries(sub_lm, run, self.retry_policy, requests)
+        lm = with_retries(lm, run, self.retry_policy, requests)
+        sub_lm = with_retries(sub_lm, run, self.retry_policy, requests)
         config = self.config() | {"lm": lm_label(lm)}
         run.config.update(config)
         for listener in listeners:
