@@ -42,7 +42,7 @@ ROOT = "root"  # the root agent's or the door's alone (undo, the display, the no
 OWN = "own"  # set for each sub-agent where it starts (its profile by delegate(agent=...), its workspace the run's)
 
 # The capabilities that own settings (their `Capability.name`); the rest are the core's.
-DELEGATION, SKILLS, MCP = "delegation", "skills", "mcp"
+DELEGATION, SKILLS, MCP, TRACING = "delegation", "skills", "mcp", "tracing"
 
 MAX_SECONDS = 7 * 24 * 3600.0  # a week: a longer time limit is a mistake, and timers overflow far beyond it
 MAX_POOL = 64  # ready sub-agent kernels: each is a started process (~100 MB); more kept idle is a typo
@@ -299,6 +299,11 @@ SETTINGS = _settings(
                                 "place (0: none)"}}),
     setting("stream", bool, True, {CELL, CONFIG, AGENT}, subagent=TREE,
             help="show each step's reasoning and code while the model writes them"),
+    # OpenTelemetry (tracing/; docs/tracing.md): spans only when the user configured a tracer provider.
+    setting("trace_content", bool, False, {CONFIG, CLI, AGENT}, subagent=TREE, owner=TRACING,
+            env="OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+            help="traces carry prompts, replies, tool arguments and results, scrubbed of secrets (default: "
+                 "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT)"),
     # Where the run came in (core/loop/doors.py): what the prompt says about where code runs and what persists.
     setting("door", str, "python", {AGENT}, subagent=ROOT, recorded=True,  # a sub-agent's REPL is its own kernel
             help="the front door that started the run: notebook, api, cli, mcp, acp or python (DeepAgent.run)"),

@@ -3,7 +3,8 @@
 This is the one place the package lists its rooms' capabilities for the core
 (``core.loop.capability``; each is built in its own room): the todo and file tools, delegation,
 the live namespace as the root agent's REPL, the run record and event log, memory, the run's
-history, skills, scrubbing of library logs while a run works, and MCP tools in; and threads read
+history, skills, scrubbing of library logs while a run works, MCP tools in, and OpenTelemetry traces (when
+the user configured a tracer provider); and threads read
 back from run records after a kernel restart. Nothing is registered by importing a room.
 """
 
@@ -21,9 +22,11 @@ from .tools.history import HISTORY
 from .tools.mcp_servers import MCP_TOOLS
 from .tools.memory import MEMORY
 from .tools.skills import SKILLS
+from .tracing import TRACING
 
 # In the order they are offered (each tool's place in the prompt is its capability's `ToolLine`).
-STANDARD = (TODOS_AND_FILES, DELEGATION, ROOT_INTERPRETER, RECORDS, MEMORY, HISTORY, SKILLS, LOG_SCRUBBING, MCP_TOOLS)
+STANDARD = (TODOS_AND_FILES, DELEGATION, ROOT_INTERPRETER, RECORDS, MEMORY, HISTORY, SKILLS, LOG_SCRUBBING, MCP_TOOLS,
+            TRACING)
 
 
 def standard_extensions() -> Extensions:

@@ -34,6 +34,7 @@ ALLOWED = {
     "interpreters": {"core"},
     "tools": {"core", "interpreters"},
     "records": {"core"},
+    "tracing": {"core"},
     "display": {"core", "records"},
     "tuning": {"core"},
     "magics": {"core", "interpreters", "tools", "display", "records", "tuning", "_compat"},  # its old module names

@@ -41,6 +41,7 @@ from ..core.loop.agent import DEFAULT_TIMEOUT
 from ..core.policy import approval
 from ..core.loop.tool_binding import accept_positional, binder
 from ..core.run.run import Run
+from ..core.run.run_tree import trace_headers
 from ..core.run.session import Session
 from .capture import bundle_to_text
 from .kernel_bridge import ToolBridge
@@ -199,6 +200,8 @@ class KernelInterpreter(ToolBridge, StepInterpreter):
         checks = None if setup else self._checks()
         if checks:
             request["checks"] = checks
+        if not setup and (trace := trace_headers(self.run)):
+            request["trace"] = trace  # the step's place in the run's trace: TRACEPARENT while it runs (kernel_side)
         self._first = False
         payload = json.dumps(request, allow_nan=False)
         msg_id = self.kernel.client.execute(

@@ -16,7 +16,8 @@ runs the real tool and answers with a JSON reply (``{"value": ...}`` or
 The kernel may be any Python kernel spec, without this package installed, so
 this file uses only the standard library, IPython and two standard-library modules
 the host ships beside it (`wire`: values as JSON; `processes`: the kernel's process
-tree). The host's `ShellInterpreter`
+tree). A traced run's step carries its W3C Trace Context, set as ``TRACEPARENT`` while it runs: no
+OpenTelemetry is needed here, the spans are the host's. The host's `ShellInterpreter`
 uses the same helpers (SUBMIT, the trailing-expression echo, the agent traceback),
 so a step behaves the same in the notebook and in a sub-agent's kernel.
 """
@@ -214,6 +215,9 @@ class Runtime:
         request = json.loads(request_json)
         if request.get("cwd") and os.path.isdir(request["cwd"]):  # not on a remote kernel's disk
             os.chdir(request["cwd"])
+        for name, value in (request.get("trace") or {}).items():  # the step's place in the host's trace, for the
+            if name in ("traceparent", "tracestate") and isinstance(value, str):  # processes it starts (W3C, env)
+                os.environ[name.upper()] = value
         self.bind_tools(request.get("tools"), request.get("outputs"))
         self.namespace.update(request.get("variables") or {})
         scope = None if request.get("setup") else self._scope(request.get("checks"))

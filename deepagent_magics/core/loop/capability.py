@@ -20,6 +20,8 @@ deepagents' ``AgentMiddleware`` (tools, prompt text and model-call hooks in one 
 - ``context(agent, task, namespace, root)``: text added to a run's ``context`` input (memories);
 - ``instructions(agent, root)``: text added to a run's action prompt after the tools (the
   sub-agent types, the skills);
+- ``around_tool(session, name, call)``: each tool as the run's code calls it, wrapped (or ``call`` itself:
+  asked once per tool and run, so a capability that leaves it as it is costs nothing per call; tracing);
 - ``root_interpreter(agent, session, namespace, shell)``: the REPL factory of a root agent;
 - ``server_tools(specs, taken=names)``: tools from tool servers (``DeepAgent(mcp_servers=...)``).
 
@@ -98,6 +100,10 @@ class Capability:
     def instructions(self, agent: Any, root: Any) -> str:
         """Text for the run's action prompt, after the tools ("" for none)."""
         return ""
+
+    def around_tool(self, session: Any, name: str, call: Callable[..., Any]) -> Callable[..., Any]:
+        """Tool ``name`` as ``session``'s code calls it: ``call`` itself, or a wrapper that calls it."""
+        return call
 
     @property
     def settings(self) -> tuple[str, ...]:

@@ -164,6 +164,13 @@ class Extensions:
         providers = [each.instructions for each in self.capabilities if _has(each, "instructions")]
         return _joined([], providers, agent, root)
 
+    def around_tool(self, session: Any, name: str, call: Callable[..., Any]) -> Callable[..., Any]:
+        """Tool ``name`` as ``session``'s code calls it, through every capability's ``around_tool`` (the first
+        outermost); ``call`` itself when none wraps it."""
+        for each in reversed([each for each in self.capabilities if _has(each, "around_tool")]):
+            call = each.around_tool(session, name, call)
+        return call
+
     def server_tools(self, specs: list[str], taken: Iterable[str] = frozenset()) -> list[Callable[..., Any]]:
         if not specs:
             return []

@@ -149,7 +149,8 @@ def binder(session: Any) -> Callable[[str, Callable[..., Any]], Callable[..., An
 
 def bind_tool(session: Any, name: str, tool: Callable[..., Any]) -> Callable[..., Any]:
     """``tool`` as agent code calls it: positional or keyword arguments, run inside ``session``, behind
-    the tree's spend caps (``llm_query``)."""
+    the tree's spend caps (``llm_query``), through what the agent's capabilities put around a tool call
+    (``Capability.around_tool``: tracing's span)."""
     inner = accept_positional(name, tool)
 
     def call(*args: Any, **kwargs: Any) -> Any:
@@ -161,4 +162,8 @@ def bind_tool(session: Any, name: str, tool: Callable[..., Any]) -> Callable[...
             _session.deactivate(token)
 
     copy_metadata(call, inner)
-    return call
+    extensions = getattr(getattr(session, "agent", None), "extensions", None)
+    wrapped = extensions.around_tool(session, name, call) if extensions is not None else call
+    if wrapped is not call:
+        copy_metadata(wrapped, inner)
+    return wrapped
