@@ -129,14 +129,15 @@ def rlm_shell(script: list[Action]) -> Play:
 
 
 def deepagent(script: list[Action], namespace: dict[str, Any] | None = None, latency: float = 0.0,
-              listeners=()) -> Play:
-    """``DeepAgent.run`` as the magic calls it, on a fresh namespace unless one is given."""
+              listeners=(), extensions: Any = None, **settings: Any) -> Play:
+    """``DeepAgent.run`` as the magic calls it, on a fresh namespace unless one is given (``extensions``: the
+    agent's capabilities, default the standard ones; ``settings``: more of its keywords)."""
     from deepagent_magics import DeepAgent
 
     play = Play("deepagent")
     lm = _timed_lm(dspy_steps(script), play, latency=latency)
     workspace = tempfile.mkdtemp(prefix="bench-ws-")
-    agent = DeepAgent(lm=lm, workspace=workspace, max_iters=len(script) + 5)
+    agent = DeepAgent(lm=lm, workspace=workspace, max_iters=len(script) + 5, extensions=extensions, **settings)
     started = time.perf_counter()
     run = agent.run(TASK, namespace={} if namespace is None else namespace, listeners=listeners)
     play.wall = time.perf_counter() - started

@@ -164,10 +164,13 @@ class RunTrace:
         with self._lock:
             if self.step is None or self.step_index != data.get("index"):
                 return  # an earlier step closed late, or one this run opened before it was traced
-            step, self.step = self.step, None
+            step = self.step
+            if self.run.ended_at is None:  # else the run's end closes it: it ends with the run, as the run did
+                self.step = None
         if self.tree.content:
             step.set_attribute(names.STEP_OUTPUT, names.text(data.get("output") or ""))
-        step.end()
+        if self.step is not step:
+            step.end()
 
     def _finished(self, data: dict[str, Any]) -> None:
         status = str(data.get("status") or "")
@@ -196,7 +199,7 @@ class RunTrace:
 def failed(span: Span, kind: str, description: Any = None) -> None:
     """Mark ``span`` as ended in error: ``error.type`` and an error status (the description scrubbed, short)."""
     span.set_attribute(names.ERROR_TYPE, kind)
-    shown = names.text(description, DESCRIPTION_CHARS) if description else None
+    shown = names.text(str(description), DESCRIPTION_CHARS) if description else None
     span.set_status(Status(StatusCode.ERROR, shown))
 
 
