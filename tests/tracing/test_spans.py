@@ -1,6 +1,7 @@
-"""A traced run's spans, as the OpenTelemetry SDK exports them: one trace, the run, its steps, each model call
-and each tool call where it belongs, named and described by the GenAI conventions; a run that fails or is
-interrupted, and a tool that raises, end their spans in error. (Sub-agents: test_subagents.py.)"""
+"""A traced run's spans (tracing/spans.py), as the OpenTelemetry SDK exports them: one trace, the run, its
+steps, each model call and each tool call where it belongs, named and described by the GenAI conventions; a run
+that fails or is interrupted ends its spans in error. (Each call's own span: test_operations.py; sub-agents:
+test_subagents.py.)"""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, StatusCode
 
-from deepagent_magics import Capability, DeepAgent, Run
+from deepagent_magics import DeepAgent, Run
 from deepagent_magics.testing import ScriptedLM
+from deepagent_magics.tracing.spans import TreeTrace
 
 from .captured import Captured
 
@@ -100,24 +102,6 @@ def test_an_interrupted_run_ends_its_spans_in_error(tmp_path):
     assert [span.name for span in captured.spans] == ["chat demo", "step", "invoke_agent deepagent"]  # all ended
 
 
-def test_a_tool_that_raises_and_one_that_answers_an_error_end_their_spans_in_error(tmp_path):
-    def lookup(key: str) -> str:
-        """A user's tool."""
-        raise LookupError(f"no {key}")
-
-    captured = Captured()
-    steps = [("Try.", "try:\n    lookup('a')\nexcept LookupError as exc:\n    print(exc)\nprint(read_file('nope.txt'))"),
-             ("Done.", "SUBMIT(result='ok')")]
-    run = DeepAgent(lm=ScriptedLM(steps), workspace=tmp_path, max_depth=0,
-                    extensions=[captured.tracing, Capability("lookup", tools=[lookup])]).run("Look up", {})
-    assert run.status == "finished", run.error
-    raised = captured.one("execute_tool lookup")
-    assert raised.status.status_code is StatusCode.ERROR and raised.attributes["error.type"] == "LookupError"
-    answered = captured.one("execute_tool read_file")  # a built-in tool answers a bad call with Error: text
-    assert answered.status.status_code is StatusCode.ERROR and answered.attributes["error.type"] == "tool_error"
-    assert captured.one("invoke_agent deepagent").status.status_code is StatusCode.UNSET  # the run went on
-
-
 def test_two_runs_are_two_traces_and_each_ends_what_it_opened(tmp_path):
     captured = Captured()
     agent = DeepAgent(lm=ScriptedLM(scripts={"one": STEPS, "two": STEPS}, replies="hi"), workspace=tmp_path,
@@ -128,3 +112,24 @@ def test_two_runs_are_two_traces_and_each_ends_what_it_opened(tmp_path):
     assert len(runs) == 2 and runs[0].context.trace_id != runs[1].context.trace_id
     assert captured.tracing.layers == ()  # no run is traced now: its layer is out of the pipeline again
     assert not trace.get_current_span().get_span_context().is_valid  # nothing left attached in this thread
+
+
+def test_where_a_run_is_now_as_w3c_trace_context(tmp_path):
+    captured = Captured()
+    seen: list[dict] = []
+
+    def where() -> None:
+        """Where this run is in its trace."""
+        from deepagent_magics.core.run.run_tree import trace_headers
+        from deepagent_magics.core.run.session import current
+
+        seen.append(trace_headers(current().run))
+
+    from deepagent_magics import Capability
+
+    run = DeepAgent(lm=ScriptedLM([("Where?", "where()"), ("Done.", "SUBMIT(result=1)")]), workspace=tmp_path,
+                    max_depth=0, extensions=[captured.tracing, Capability("where", tools=[where])]).run("Where", {})
+    assert run.status == "finished", run.error
+    step = captured.named("step")[0].context
+    assert seen == [{"traceparent": f"00-{step.trace_id:032x}-{step.span_id:016x}-{step.trace_flags:02x}"}]
+    assert isinstance(run.tree.tracing, TreeTrace) and run.tree.tracing.headers(run) == {}  # ended: forgotten
