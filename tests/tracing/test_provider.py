@@ -125,3 +125,27 @@ def test_without_the_package_runs_are_untraced(tmp_path):
         print(json.dumps({"status": done.status, "tracing": done.tree.tracing is not None}))
     """, tmp_path, OTEL_PYTHON_TRACER_PROVIDER="sdk_tracer_provider")  # a provider named, so it is looked for
     assert seen == {"status": "finished", "tracing": False}
+
+
+@pytest.mark.subprocess
+def test_opentelemetry_instrument_traces_the_command_line(tmp_path):
+    """The usual way for a script: ``opentelemetry-instrument`` configures the SDK from the environment."""
+    (tmp_path / "steps.json").write_text(json.dumps([["Look.", "files = ls()"], ["Done.", "SUBMIT(result='ok')"]]))
+    instrument = os.path.join(os.path.dirname(sys.executable), "opentelemetry-instrument")
+    command = [instrument, sys.executable, "-m", "deepagent_magics", "run", "Look around", "--lm",
+               "scripted:steps.json", "--workspace", "ws", "--quiet"]
+    env = {**os.environ, "OTEL_TRACES_EXPORTER": "console", "OTEL_METRICS_EXPORTER": "none",
+           "OTEL_LOGS_EXPORTER": "none", "OTEL_SERVICE_NAME": "reports"}
+    out = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result, _, printed = out.stdout.partition("\n")
+    assert result == "ok"
+    spans, decoder, at = [], json.JSONDecoder(), 0
+    while printed[at:].strip():
+        at += len(printed[at:]) - len(printed[at:].lstrip())
+        span, at = decoder.raw_decode(printed, at)
+        spans.append(span)
+    assert [span["name"] for span in spans] == ["chat steps", "execute_tool ls", "step", "chat steps", "step",
+                                                "invoke_agent deepagent"]
+    assert {span["resource"]["attributes"]["service.name"] for span in spans} == {"reports"}
+    assert len({span["context"]["trace_id"] for span in spans}) == 1

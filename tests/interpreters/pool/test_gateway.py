@@ -139,6 +139,25 @@ def test_delegation_batched_and_nested_runs_through_the_gateway_with_tools_on_th
     assert len(run.children) == 3 and all(child.status == "finished" for child in run.children)
 
 
+def test_a_traced_sub_agent_on_the_gateway_is_told_its_steps_place_in_the_trace(gateway, tmp_path):
+    from tests.tracing.captured import Captured
+
+    captured = Captured()
+    lm = ScriptedLM(scripts={"GW-TRACED": [("Ask.", "r = delegate('GW-TOLD: where')\nSUBMIT(result=r)")],
+                             "GW-TOLD": [("Where.", "import os\nSUBMIT(result=os.environ.get('TRACEPARENT'))")]})
+    pool = KernelPool(1, gateway=gateway).warm()
+    try:
+        run = DeepAgent(lm=lm, workspace=tmp_path, pool=pool, timeout=60, extensions=[captured.tracing]).run(
+            "GW-TRACED: go")
+    finally:
+        pool.stop()
+    assert run.status == "finished", run.error
+    child = next(s for s in captured.named("invoke_agent deepagent") if s.attributes["deepagent.run.depth"] == 1)
+    assert captured.parent(child).name == "execute_tool delegate"
+    step = next(s.context for s in captured.children(child) if s.name == "step")
+    assert run.result == f"00-{step.trace_id:032x}-{step.span_id:016x}-{step.trace_flags:02x}"  # across the gateway
+
+
 def test_a_gateway_kernel_sets_the_limits_it_can_on_itself_and_a_hit_is_one_line(gateway):
     """The rlimits a process may set on itself hold in a gateway's kernel too; processes, the tree's memory
     and the disk are the gateway's to limit, and the record says so."""
