@@ -26,7 +26,7 @@ from ..server.launch import cell_code
 from .options import CELL_FLAGS
 
 READY = 120.0  # seconds a new kernel may take to answer
-STOP_GRACE = 5.0  # seconds after an interrupt before a kernel still running the cell is shut down
+STOP_GRACE = 30.0  # seconds after an interrupt before a kernel still running the cell is shut down (stuck in C code)
 
 
 @dataclass
@@ -84,12 +84,18 @@ class OwnKernel:
 
     async def poll(self) -> Poll:
         poll = Poll()
-        if self.client is None:  # shut down after a cancel it did not heed: the cell is over
+        client = self.client
+        try:
+            if client is None:
+                raise ConnectionError("no kernel")
+            poll.question = await self._question(client)
+            if self.reply is None:
+                self.reply = await self._reply(client) or self.reply  # (a cancel may have taken the reply meanwhile)
+        except Exception:  # shut down after a cancel it did not heed (while we looked): the cell is over
+            if self.client is client and client is not None:
+                raise
             poll.events, poll.ended, poll.error = (self.tail.read() if self.tail else []), True, "the kernel was shut down"
             return poll
-        poll.question = await self._question()
-        if self.reply is None:
-            self.reply = await self._reply() or self.reply  # (a cancel may have taken the reply meanwhile)
         poll.events = self.tail.read() if self.tail is not None else []
         if self.reply is not None:
             poll.events += self.tail.read() if self.tail is not None else []
@@ -99,19 +105,19 @@ class OwnKernel:
             poll.ended = True
         return poll
 
-    async def _question(self) -> str | None:
+    async def _question(self, client: Any) -> str | None:
         try:
-            message = await self.client.get_stdin_msg(timeout=0)
+            message = await client.get_stdin_msg(timeout=0)
         except (queue.Empty, asyncio.TimeoutError):
             return None
         if message.get("msg_type") == "input_request":
             return str(message.get("content", {}).get("prompt", ""))
         return None
 
-    async def _reply(self) -> dict[str, Any] | None:
+    async def _reply(self, client: Any) -> dict[str, Any] | None:
         while True:
             try:
-                message = await self.client.get_shell_msg(timeout=0)
+                message = await client.get_shell_msg(timeout=0)
             except (queue.Empty, asyncio.TimeoutError):
                 return None
             if message.get("parent_header", {}).get("msg_id") == self.msg_id:
@@ -128,18 +134,20 @@ class OwnKernel:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + STOP_GRACE
         while loop.time() < deadline:
-            self.reply = await self._reply() or self.reply
+            self.reply = await self._reply(self.client) or self.reply
             if self.reply is not None:
                 return
             await asyncio.sleep(0.05)
         await self.close()  # the next prompt starts a new kernel and continues the conversation from its record
 
     async def close(self) -> None:
-        if self.client is not None:
-            self.client.stop_channels()
-        if self.manager is not None:
+        """Shut the kernel down, asking first (its exit stops the sub-agent kernels it started; a kernel that
+        does not end within jupyter_client's wait is killed)."""
+        manager, client, self.manager, self.client = self.manager, self.client, None, None
+        if client is not None:
+            client.stop_channels()
+        if manager is not None:
             try:
-                await self.manager.shutdown_kernel(now=True)
+                await manager.shutdown_kernel(now=False)
             except Exception:  # already gone
                 pass
-        self.manager = self.client = None

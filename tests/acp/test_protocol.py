@@ -114,6 +114,12 @@ def test_cancel_stops_the_run_the_turn_ends_cancelled_and_no_kernel_is_left(tmp_
     except psutil.NoSuchProcess:
         gone = True
     assert gone, "the session's kernel outlived the agent"
+    left = []  # nor any kernel it started (the sub-agents' pool a %%deepagent cell keeps warm)
+    for each in psutil.process_iter(["cmdline", "status"]):
+        if f"deepagent-kernels-{kernel}-" in " ".join(each.info["cmdline"] or []) and \
+                each.info["status"] != psutil.STATUS_ZOMBIE:
+            left.append(each)
+    assert left == [], left
 
 
 def test_an_approval_is_a_permission_request_with_the_code_and_a_refusal_is_honoured(tmp_path):
