@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import gc
 import os
 import signal
 import tempfile
@@ -40,6 +42,11 @@ def _shell():
 def ip(_shell, tmp_path, monkeypatch):
     """The IPython shell, with a clean user namespace and the workspace in a temp dir."""
     monkeypatch.delenv("DEEPAGENT_LM", raising=False)
+    # IPython's reset runs a full garbage collection (its display hook's flush): over the session's heap (DSPy,
+    # LiteLLM, pandas, scikit-learn: ~700,000 objects) that is 0.3 s on an idle core and 2 s or more on a loaded
+    # one, twice per test. What is alive now (the imports, earlier tests' long-lived state) is moved out of the
+    # collector's sight; what this test makes is not, so it is collected as before.
+    gc.freeze()
     _shell.reset(new_session=False)
     _shell.run_line_magic("deepagent_config", "--reset")
     # No kernels warmed for sub-agents a test does not start: a sandboxed kernel serves one workspace, and
@@ -85,23 +92,69 @@ def _sigint_is_left_as_it_was():
 
 
 # `make test-fast` runs the tests that need no kernel, browser, server or other process (not marked kernel,
-# browser, server, subprocess or realmodel) with DEEPAGENT_FAST_TESTS=1: a test that starts a process
-# anyway fails and says which mark it needs, so the fast set stays what its name says.
+# browser, server, subprocess or realmodel) with DEEPAGENT_FAST_TESTS=1: a test that starts a process anyway (by
+# subprocess, fork, posix_spawn or multiprocessing, in the test or in a fixture of any scope) fails and says which
+# mark it needs, so the fast set stays what its name says.
 FAST = os.environ.get("DEEPAGENT_FAST_TESTS") == "1"
 
 
-@pytest.fixture(autouse=True)
-def _fast_tests_start_no_process(monkeypatch):
-    if FAST:
-        import subprocess
+@pytest.fixture(scope="session", autouse=True)
+def _fast_tests_start_no_process():
+    if not FAST:
+        yield
+        return
+    import _posixsubprocess
+    import multiprocessing.process
+    import subprocess
 
-        def refuse(*args, **kwargs):
-            raise AssertionError("this test starts a process: mark it kernel, browser, server or subprocess "
-                                 "(pyproject.toml's markers), so that make test-fast leaves it out")
+    def refuse(*args, **kwargs):
+        raise AssertionError("this test starts a process: mark it kernel, browser, server or subprocess "
+                             "(pyproject.toml's markers), so that make test-fast leaves it out")
 
-        monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
-        monkeypatch.setattr(os, "fork", refuse)
-    yield
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess.Popen, "__init__", refuse)
+        patch.setattr(_posixsubprocess, "fork_exec", refuse)  # what subprocess and multiprocessing's spawn use
+        patch.setattr(multiprocessing.process.BaseProcess, "start", refuse)
+        for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp"):
+            if hasattr(os, name):
+                patch.setattr(os, name, refuse)
+        yield
+
+
+# A test that needs one of the package's optional extras (pyproject.toml) is marked `needs_extra("local")`: where
+# the extra is not installed (make test-fast installs test, browser and optimize only) it is skipped, and the
+# skip names the extra and how to install it. make test installs every extra a test needs, so there nothing skips.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@functools.lru_cache(maxsize=None)
+def missing_from_extra(extra: str) -> tuple[str, ...]:
+    """The distributions of the extra ``extra`` (as pyproject.toml lists them) that are not installed."""
+    import re
+    import tomllib
+    from importlib import metadata
+
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as handle:
+        extras = tomllib.load(handle)["project"]["optional-dependencies"]
+    if extra not in extras:
+        raise ValueError(f"needs_extra({extra!r}): pyproject.toml has no such extra (it has {', '.join(extras)})")
+    missing = []
+    for requirement in extras[extra]:
+        name = re.match(r"[A-Za-z0-9._-]+", requirement).group(0)
+        try:
+            metadata.version(name)
+        except metadata.PackageNotFoundError:
+            missing.append(name)
+    return tuple(missing)
+
+
+def pytest_runtest_setup(item):
+    for mark in item.iter_markers("needs_extra"):
+        for extra in mark.args:
+            missing = missing_from_extra(extra)
+            if missing:
+                pytest.skip(f"needs the {extra} extra: pip install -e '.[{extra}]' (not installed: "
+                            f"{', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})")
 
 
 @pytest.fixture(scope="session")

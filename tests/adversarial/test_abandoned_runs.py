@@ -74,12 +74,14 @@ def killed(tmp_path_factory):
     return workspace, alive_record
 
 
+@pytest.mark.subprocess  # `killed` starts the run's process
 def test_while_the_writer_lives_the_record_says_running(killed):
     _, alive = killed
     assert alive["status"] == "running"
     assert alive["writer"]["pid"] > 0 and alive["writer"]["start"] is not None
 
 
+@pytest.mark.subprocess  # `killed` starts the run's process
 def test_every_reader_says_abandoned_after_sigkill(killed):
     workspace, _ = killed
     path = _records(workspace)[0]
@@ -97,6 +99,7 @@ def test_every_reader_says_abandoned_after_sigkill(killed):
     assert "abandoned" in STATUSES
 
 
+@pytest.mark.subprocess  # `killed` starts the run's process
 def test_the_magics_say_abandoned(killed, ip, tmp_path):
     workspace, _ = killed
     run_id = load_record(_records(workspace)[0])["id"]

@@ -117,6 +117,7 @@ def _writer(path: str, worker: int, count: int) -> None:
         store.add(f"worker {worker} memory {i}", [f"w{worker}"], run=f"run-{worker}")
 
 
+@pytest.mark.subprocess
 def test_parallel_writers_in_several_processes_never_corrupt_the_store(tmp_path):
     path = str(tmp_path / "memory.db")
     context = multiprocessing.get_context("spawn")

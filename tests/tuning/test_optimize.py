@@ -150,8 +150,8 @@ def test_optimising_without_an_lm_is_a_usage_error(ip):
         ip.run_line_magic("deepagent_optimize", "--trainset train --metric plain")
 
 
+@pytest.mark.needs_extra("optimize")
 def test_mipro_searches_demos_and_instructions_and_raises_the_score(ip, capsys):
-    pytest.importorskip("optuna")
     setup(ip, demo_policy)
     ip.user_ns["lm"].script_engine.replies = lambda prompt: {
         "proposed_instruction": "Shout the word you are given.", "program_description": "A deep agent.",

@@ -99,6 +99,7 @@ def test_damaged_parts_are_refused_in_one_line_and_leave_no_file(tmp_path, small
     assert list(tmp_path.iterdir()) == [tmp_path / "parts"]  # no half-joined file left behind
 
 
+@pytest.mark.needs_extra("local")  # llama.cpp's server, the model's parts
 def test_a_missing_part_names_the_extra(tmp_path, monkeypatch):
     real = local_weights.importlib.util.find_spec
     monkeypatch.setattr(local_weights.importlib.util, "find_spec",
@@ -133,6 +134,7 @@ def test_a_path_that_is_not_a_gguf_file_is_one_usage_error(ip, tmp_path):
     assert "needs a file after the colon" in one_usage_error(ip, "%%deepagent --lm local:\ntask")
 
 
+@pytest.mark.needs_extra("local")
 def test_a_file_llama_cpp_cannot_load_is_one_line(ip, tmp_path):
     path = fake_gguf(tmp_path)
     message = one_usage_error(ip, f"%%deepagent --lm local:{path}\ntask")
@@ -140,6 +142,7 @@ def test_a_file_llama_cpp_cannot_load_is_one_line(ip, tmp_path):
     assert all(server.path != path for server in local_server.running())
 
 
+@pytest.mark.needs_extra("local")
 def test_a_port_in_use_is_one_line(ip, tmp_path, monkeypatch):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -151,6 +154,7 @@ def test_a_port_in_use_is_one_line(ip, tmp_path, monkeypatch):
                        "or pick another")
 
 
+@pytest.mark.needs_extra("local")
 def test_too_little_memory_is_one_line(ip, tmp_path, monkeypatch):
     monkeypatch.setattr(local_server, "available_memory", lambda: 300_000_000)
     message = one_usage_error(ip, f"%%deepagent --lm local:{fake_gguf(tmp_path)}\ntask")
