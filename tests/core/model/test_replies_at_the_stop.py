@@ -36,9 +36,11 @@ def stopped(text: str) -> str:
     return text.split(COMPLETED, 1)[0]
 
 
-def test_the_recordings_hold_whole_replies():
+def test_the_recordings_hold_whole_replies_of_both_models():
     assert sum(each["model"] == "capable" for each in RAW) >= 60
+    assert sum(each["model"] == "local" for each in RAW) >= 4
     assert all(COMPLETED in each["text"] for each in RAW)
+    assert any(each["text"].split(COMPLETED, 1)[1].strip() for each in RAW if each["model"] == "local")  # runs on
 
 
 @pytest.mark.parametrize("reply", RAW, ids=[each["id"] for each in RAW])
