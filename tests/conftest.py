@@ -42,12 +42,12 @@ def _shell():
 def ip(_shell, tmp_path, monkeypatch):
     """The IPython shell, with a clean user namespace and the workspace in a temp dir."""
     monkeypatch.delenv("DEEPAGENT_LM", raising=False)
+    _shell.reset(new_session=False)
     # IPython's reset runs a full garbage collection (its display hook's flush): over the session's heap (DSPy,
     # LiteLLM, pandas, scikit-learn: ~700,000 objects) that is 0.3 s on an idle core and 2 s or more on a loaded
-    # one, twice per test. What is alive now (the imports, earlier tests' long-lived state) is moved out of the
-    # collector's sight; what this test makes is not, so it is collected as before.
+    # one, twice per test. What is alive once the last test's garbage is collected (the imports, long-lived
+    # state) is moved out of the collector's sight; what this test makes is not, so it is collected as before.
     gc.freeze()
-    _shell.reset(new_session=False)
     _shell.run_line_magic("deepagent_config", "--reset")
     # No kernels warmed for sub-agents a test does not start: a sandboxed kernel serves one workspace, and
     # each test's is new (tests that delegate set --pool-size).

