@@ -69,6 +69,7 @@ def test_the_magics_settings_make_the_pools_limits_and_a_change_makes_a_new_pool
     assert magics.subagent_memory == SETTINGS["subagent_memory"].default
 
 
+@pytest.mark.subprocess  # probes the sandbox: bwrap, prlimit, ldconfig (pyseccomp's find_library)
 def test_the_command_line_and_the_run_api_take_them_too(tmp_path):
     args = build_parser().parse_args(["run", "task", "--workspace", str(tmp_path), *LOW.split()])
     pool = _pool(args)
@@ -82,6 +83,7 @@ def test_the_command_line_and_the_run_api_take_them_too(tmp_path):
         check_body({"task": "t", "subagent_memory": "lots"})
 
 
+@pytest.mark.subprocess  # probes the sandbox: bwrap, prlimit, ldconfig (pyseccomp's find_library)
 @pytest.mark.parametrize("prlimit", ["prlimit", "no-such-prlimit"])
 def test_the_rlimits_hold_in_the_process_they_start_with_prlimit_or_without(prlimit, monkeypatch):
     monkeypatch.setattr(limits, "PRLIMIT", prlimit)
@@ -98,6 +100,7 @@ def test_the_rlimits_hold_in_the_process_they_start_with_prlimit_or_without(prli
     assert rlimits(ResourceLimits.none(), processes=True, memory=True) == [("CORE", 0, 0)]
 
 
+@pytest.mark.subprocess  # probes the sandbox: bwrap, prlimit, ldconfig (pyseccomp's find_library)
 def test_the_rlimits_never_ask_for_more_than_this_process_may_have():
     """Under a hard limit lower than the setting, the kernel gets that limit, not a refusal to start."""
     code = ("from deepagent_magics.interpreters.pool.limits import ResourceLimits, rlimits\n"
@@ -143,6 +146,7 @@ def test_the_process_rlimit_is_set_only_where_it_counts_one_sandbox_and_never_fo
     assert counts_processes(["/usr/bin/bwrap", "--"]) == (unprivileged and not setuid)
 
 
+@pytest.mark.subprocess  # probes the sandbox: bwrap, prlimit, ldconfig (pyseccomp's find_library)
 def test_each_folder_of_the_sandbox_in_memory_gets_a_size(tmp_path):
     argv = sandbox.wrap(["python"], workspace=str(tmp_path / "w"), kernel_dir=str(tmp_path), home=str(tmp_path / "h"),
                         tmpfs_size=1 << 20)

@@ -44,6 +44,7 @@ def test_the_command_line_and_the_run_api_take_them_too():
         check_body({"task": "t", "subagent_network": "yes"})
 
 
+@pytest.mark.subprocess  # probes the sandbox: bwrap, prlimit, ldconfig (pyseccomp's find_library)
 def test_the_mounts_put_the_workspace_over_a_hidden_home_and_host_state_over_the_workspace(tmp_path, monkeypatch):
     home = tmp_path / "home"
     workspace = home / "project"
