@@ -161,15 +161,18 @@ class RunTrace:
             step.set_attribute(names.STEP_CODE, names.text(data.get("code") or ""))
 
     def _step_finished(self, data: dict[str, Any]) -> None:
+        """End the open step; a step the run's own end closes stays open for `_finished`, which ends it as the
+        run ended (in error, for an interrupted or failed run)."""
+        closing_run = self.run.ended_at is not None
         with self._lock:
             if self.step is None or self.step_index != data.get("index"):
                 return  # an earlier step closed late, or one this run opened before it was traced
             step = self.step
-            if self.run.ended_at is None:  # else the run's end closes it: it ends with the run, as the run did
+            if not closing_run:
                 self.step = None
         if self.tree.content:
             step.set_attribute(names.STEP_OUTPUT, names.text(data.get("output") or ""))
-        if self.step is not step:
+        if not closing_run:
             step.end()
 
     def _finished(self, data: dict[str, Any]) -> None:

@@ -35,7 +35,7 @@ def test_a_call_the_provider_was_asked_twice_for_is_one_span_with_both_requests_
     assert len(replies.history) == 0 and len(list(list.__iter__(replies.history))) == 2  # DSPy never trims it
 
 
-def test_the_chat_layer_applies_only_to_a_traced_runs_steps_and_queries(tmp_path):
+def test_the_chat_layer_applies_only_to_a_traced_runs_steps_and_queries():
     assert CHAT.kinds == frozenset({STEP, QUERY})
     untraced = ModelCall(None, None, {"prompt": "hi"}, None, False, QUERY)
     assert run_trace(untraced) is None and not CHAT.applies_to(untraced)

@@ -133,3 +133,14 @@ def test_where_a_run_is_now_as_w3c_trace_context(tmp_path):
     step = captured.named("step")[0].context
     assert seen == [{"traceparent": f"00-{step.trace_id:032x}-{step.span_id:016x}-{step.trace_flags:02x}"}]
     assert isinstance(run.tree.tracing, TreeTrace) and run.tree.tracing.headers(run) == {}  # ended: forgotten
+
+
+def test_a_run_a_cap_ends_says_so_on_its_span(tmp_path):
+    captured = Captured()
+    steps = [("One.", "x = 1"), ("Two.", "y = 2"), ("Three.", "z = 3"), ("Done.", "SUBMIT(result='ok')")]
+    run = traced_run(captured, ScriptedLM(steps, replies="", tokens=(100, 0)), tmp_path, max_tokens=150)
+    assert run.status == "budget_exhausted", (run.status, run.error)
+    agent = captured.one("invoke_agent deepagent")
+    assert agent.status.status_code is StatusCode.ERROR and agent.attributes["error.type"] == "budget_exhausted"
+    assert "token cap" in agent.status.description
+    assert all(span.end_time for span in captured.spans) and captured.tracing.layers == ()

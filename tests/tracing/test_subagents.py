@@ -60,7 +60,7 @@ def test_sub_agents_are_child_runs_of_their_delegate_calls_in_one_trace(tmp_path
     steps = sorted((s for s in captured.children(looked) if s.name == "step"),
                    key=lambda s: s.attributes["deepagent.step.index"])
     assert len(steps) == 2
-    assert [c.name for c in captured.children(steps[0])] .count("chat demo") == 1
+    assert [c.name for c in captured.children(steps[0])].count("chat demo") == 1
     ls, query = captured.one("execute_tool ls"), captured.one("execute_tool llm_query")
     assert captured.parent(ls) is steps[0] and captured.parent(query) is steps[0]  # not where the kernel said
     assert [captured.parent(c) for c in captured.named("chat demo") if c.attributes["deepagent.call.kind"] == "query"] \
