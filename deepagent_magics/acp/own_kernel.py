@@ -14,6 +14,7 @@ started by ``jupyter_client`` also watches its parent and exits with it).
 from __future__ import annotations
 
 import asyncio
+import os
 import queue
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ from ..server.launch import cell_code
 from .options import CELL_FLAGS
 
 READY = 120.0  # seconds a new kernel may take to answer
+SERVER_ACCESS = "DEEPAGENT_JUPYTER_"  # the Jupyter Server's URL, token and root (notebook_kernel.ServerAccess)
 STOP_GRACE = 30.0  # seconds after an interrupt before a kernel still running the cell is shut down (stuck in C code)
 
 
@@ -61,7 +63,8 @@ class OwnKernel:
             return
         await self.close()
         manager = AsyncKernelManager()
-        await manager.start_kernel(cwd=str(self.cwd))
+        env = {name: value for name, value in os.environ.items() if not name.startswith(SERVER_ACCESS)}
+        await manager.start_kernel(cwd=str(self.cwd), env=env)  # the server's token is not the agent's
         self.manager, self.client = manager, manager.client()
         self.client.start_channels()
         await self.client.wait_for_ready(timeout=READY)

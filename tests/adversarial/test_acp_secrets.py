@@ -38,3 +38,19 @@ def test_a_key_the_agent_reads_never_reaches_the_client(tmp_path):
     assert "the key is" in client.messages()
     for piece in (SECRET, SECRET[:20], SECRET[-20:]):
         assert piece not in wire
+
+
+def test_the_servers_token_given_to_deepagent_acp_is_not_in_its_own_kernels(tmp_path):
+    steps = {"scripts": {"look": [["Look for it.", "import os\nSUBMIT(result=repr(sorted(n for n in os.environ "
+                                                   "if n.startswith('DEEPAGENT_JUPYTER'))))"]]}}
+    client = Recorder()
+
+    async def scenario():
+        env = agent_env(tmp_path, DEEPAGENT_JUPYTER_URL="http://127.0.0.1:9/", DEEPAGENT_JUPYTER_TOKEN=SECRET,
+                        DEEPAGENT_JUPYTER_ROOT=str(tmp_path / "elsewhere"))  # a server root this folder is not in
+        async with agent(client, tmp_path, "--lm", script(tmp_path, steps), env=env) as (conn, _):
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            return await conn.prompt(session_id=session.session_id, prompt=[text_block("look")])
+
+    assert asyncio.run(scenario()).stop_reason == "end_turn"
+    assert "kernel of my own" in client.messages() and client.messages().endswith("[]")
