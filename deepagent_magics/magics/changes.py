@@ -154,7 +154,7 @@ class ChangesMagics(AgentMagicsBase):
                                  + (" (the id is ambiguous)" if matches else "; %deepagent_runs lists the runs"))
             run = matches[0]
         try:
-            report = undo.undo(run, self.shell.user_ns, later=runs[runs.index(run) + 1:], user_cells=self.user_cells)
+            report = undo.undo_in(runs, run, self.shell.user_ns, user_cells=self.user_cells)
         except undo.AlreadyUndone as exc:
             raise UsageError(str(exc)) from None
         parts = report.parts()

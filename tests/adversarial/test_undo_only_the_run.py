@@ -70,12 +70,12 @@ def test_undoing_the_older_of_two_runs_first_never_brings_a_change_back(ip, caps
     out = undo(ip, capsys, first.id)
     assert rows == [1, 2, 3, 4, 5], out  # the older run's undo does not wipe the newer run's change
     assert second.id in out and "undo it first" in out
-    undo(ip, capsys, second.id)
-    assert rows == [1, 2, 3, 4]  # the newer run taken back: the older run's change is there, as it was
-    undo(ip, capsys, first.id)  # and now the older one can be taken back too
-    assert rows == [1, 2, 3] and ip.user_ns["rows"] is rows
-    with pytest.raises(UsageError, match="already undone"):
-        ip.run_line_magic("deepagent_undo", first.id)
+    out = undo(ip, capsys, second.id)
+    assert rows == [1, 2, 3] and ip.user_ns["rows"] is rows  # the newer run taken back, and the older one's waiting change
+    assert f"then, of run {first.id} (it waited on this one): restored in place: rows" in out
+    for run in (first, second):
+        with pytest.raises(UsageError, match="already undone"):
+            ip.run_line_magic("deepagent_undo", run.id)
 
 
 def test_undoing_a_run_keeps_a_name_a_later_run_changed(ip, capsys):

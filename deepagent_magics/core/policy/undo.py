@@ -10,9 +10,10 @@ The rule: undo takes back only what is still as the run left it, checked now.
   if its content is still what the run left; into the same object, and every inner part into
   its own original (`fingerprint.restore`), so the user's references see the restore.
 - What changed since is kept as it is and named: by the user, or by a later run. A later run's
-  change to the same name or object is taken back first (undo that run); the older run's undo
-  leaves it, says so, and takes it back when asked again once the newer run is undone. Undoing
-  runs newest first takes back a chain; no order brings a change back that an undo took away.
+  change to the same name or object still stands: the older run's undo keeps it, says so, and
+  waits; undoing that later run then takes the waiting change back too (`undo_in`), unless the user
+  changed it since. So undos compose: any order ends where undoing the same runs newest-first
+  would, and no order brings a change back that an undo took away.
 
 The user's rebound names were restored when the run ended. A run is taken back once: a second
 undo only retries what a later run held.
@@ -43,6 +44,7 @@ class UndoReport:
     already_restored: list[str] = field(default_factory=list)  # the user's names the run's end restored
     restored: list[str] = field(default_factory=list)  # objects changed in place, restored from a snapshot
     not_restored: list[str] = field(default_factory=list)  # objects changed in place, no snapshot
+    then: list[tuple[str, "UndoReport"]] = field(default_factory=list)  # (run id, report): older runs that waited on it
 
     def parts(self) -> list[str]:
         parts = [
@@ -54,7 +56,30 @@ class UndoReport:
             ("changed in place and NOT restored (no snapshot: bigger than the undo limit, or not copyable)",
              self.not_restored),
         ]
-        return [f"{label}: {', '.join(names)}" for label, names in parts if names]
+        out = [f"{label}: {', '.join(names)}" for label, names in parts if names]
+        for run_id, report in self.then:
+            if report.parts():
+                out.append(f"then, of run {run_id} (it waited on this one): " + "; ".join(report.parts()))
+        return out
+
+
+def undo_in(runs: list[Any], run: Any, namespace: dict[str, Any], *, user_cells: Any = None) -> UndoReport:
+    """Take ``run`` back (one of ``runs``, this namespace's runs, oldest first), then what older runs'
+    undos kept waiting on it: each older undone run with a change that waits on a run undone now is
+    tried again, newest first, as if it had been undone after this one. So undos compose whatever
+    their order."""
+    report = undo(run, namespace, later=runs[runs.index(run) + 1:], user_cells=user_cells)
+    undone_now = {run.id}
+    for index in range(runs.index(run) - 1, -1, -1):
+        older = runs[index]
+        if any(change.get("_waiting") and change.get("_waiting_on") in undone_now for change in older.changes):
+            report.then.append((older.id, undo(older, namespace, later=runs[index + 1:], user_cells=user_cells)))
+            undone_now.add(older.id)
+    return report
+
+
+def _waits(run: Any) -> bool:
+    return any(change.get("_waiting") for change in run.changes)
 
 
 def undo(run: Any, namespace: dict[str, Any], *, later: Iterable[Any] = (), user_cells: Any = None) -> UndoReport:
@@ -62,7 +87,7 @@ def undo(run: Any, namespace: dict[str, Any], *, later: Iterable[Any] = (), user
     namespace; ``user_cells``: what the user's cells assigned since (`provenance.UserCells`)."""
     later = list(later)
     again = getattr(run, "undone_at", None) is not None
-    if again and not any(change.get("_waiting") for change in run.changes):
+    if again and not _waits(run):
         raise AlreadyUndone(f"run {run.id} was already undone")
     report = UndoReport()
     latest: dict[str, dict[str, Any]] = {}
@@ -94,10 +119,9 @@ def _take_back_name(name: str, change: dict[str, Any], namespace: dict[str, Any]
             user_cells is not None and user_cells.since(name, change.get("_tick", 0))):
         report.kept.append(name)
         return
-    by = _later_change(later, name, current)
-    if by is not None:
-        change["_waiting"] = True
-        report.changed_since.append(f"{name} (by run {by.id}: undo it first)")
+    held = _held_by_later_run(change, later, name, current)
+    if held is not None:
+        report.changed_since.append(held)
     elif change.get("_too_big"):
         report.changed_since.append(f"{name} (too big to tell whether you changed it since: del it yourself)")
     elif change.get("_left") is not None and fp.fingerprint(current) != change["_left"]:
@@ -114,13 +138,14 @@ def _take_back_object(change: dict[str, Any], later: list[Any], report: UndoRepo
     saved = change.get("_snapshot")
     target = change["_object"].get() if change.get("_object") is not None else None
     if saved is None or target is None:
+        change["_kept"] = "not restorable"
         report.not_restored.append(name)
         return
-    by = _later_change(later, name, target)
-    if by is not None:
-        change["_waiting"] = True
-        report.changed_since.append(f"{name} (by run {by.id}: undo it first)")
+    held = _held_by_later_run(change, later, name, target)
+    if held is not None:
+        report.changed_since.append(held)
     elif change.get("_left") is not None and fp.fingerprint(target) != change["_left"]:
+        change["_kept"] = "by you"
         report.changed_since.append(f"{name} (by you)")
     elif fp.restore(target, saved):
         change.pop("_snapshot", None)
@@ -130,15 +155,33 @@ def _take_back_object(change: dict[str, Any], later: list[Any], report: UndoRepo
         report.not_restored.append(name)
 
 
-def _later_change(later: list[Any], name: str, obj: Any) -> Any:
-    """The newest later run whose change to ``obj`` in place still stands (not undone), or None."""
+def _held_by_later_run(change: dict[str, Any], later: list[Any], name: str, obj: Any) -> str | None:
+    """Why ``obj`` (``name``) stays as it is because a later run changed it in place since, or None. While
+    that run's change stands, ``change`` waits for its undo; once that undo kept it, so does this one."""
+    found = _later_change(later, name, obj)
+    if found is None:
+        return None
+    by, later_change = found
+    if getattr(by, "undone_at", None) is None or later_change.get("_waiting"):
+        change["_waiting"], change["_waiting_on"] = True, by.id
+        return f"{name} (by run {by.id}: undo it first)"
+    reason = later_change.get("_kept")
+    if reason == "by you":  # the user changed it after that run: theirs, whichever run is undone
+        change["_kept"] = reason
+        return f"{name} (by you)"
+    change["_kept"] = "not restorable"
+    return f"{name} (by run {by.id}, whose undo could not restore it)"
+
+
+def _later_change(later: list[Any], name: str, obj: Any) -> tuple[Any, dict[str, Any]] | None:
+    """(run, change) of the newest later run whose change to ``obj`` in place is still there (not undone), or None."""
     for run in reversed(later):
         for change in getattr(run, "changes", []):
             if change["kind"] != "changed" or change.get("undone"):
                 continue
             target = change["_object"].get() if change.get("_object") is not None else None
             if target is obj or (target is None and change["name"] == name):
-                return run
+                return run, change
     return None
 
 
