@@ -18,6 +18,7 @@ from ...core.loop.agent import DeepAgent
 from ...core.loop.profiles import UnknownProfile, load_profile
 from ...core.loop.subagent_types import known_names
 from ...core.run.session import Session
+from ...settings import AGENT, at
 from ...settings import inherited as taken_from
 from ...interpreters.kernel import KernelInterpreterFactory
 from .child import Child
@@ -126,8 +127,11 @@ def _template(*, profile: str, depth: int, max_depth: int, tools: tuple, sub_lm:
     if instructions is None:
         instructions = load_profile(profile).instructions(depth=depth, max_depth=max_depth)
     lm_key = sub_lm if sub_lm is None or isinstance(sub_lm, str) else id(sub_lm)  # the template keeps it alive
+    # Every agent setting the template holds, given or its default: a setting the table gained (or whose
+    # default changed) since a template was built makes another one, never a template without it.
+    values = {s.name: s.to_agent(s.default) for s in at(AGENT)} | settings
     key = (instructions, profile, depth, max_depth, tools, lm_key, id(extensions),
-           tuple(sorted((name, _frozen(value)) for name, value in settings.items())))
+           tuple(sorted((name, _frozen(value)) for name, value in values.items())))
     with _templates_lock:
         template = _templates.get(key)
         if template is None:

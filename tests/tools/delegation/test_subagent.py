@@ -51,7 +51,9 @@ def test_a_sub_agent_type_s_own_limit_and_lm_win(tmp_path):
 
 @pytest.mark.parametrize("how, inherited", [(SAME, True), (OWN, False), (TREE, False)])
 def test_a_setting_added_to_the_table_is_inherited_as_it_declares(monkeypatch, tmp_path, how, inherited):
-    """A new limit needs no change in delegation: its entry says whether a sub-agent takes it."""
+    """A new limit needs no change in delegation: its entry says whether a sub-agent takes it (also when a
+    sub-agent with the same settings was built before the table had it: built sub-agents are reused)."""
+    a_child(DeepAgent(lm=ScriptedLM([]), workspace=tmp_path), tmp_path)
     new = settings.setting("subagent_widgets", int, 8, {AGENT}, subagent=how, help="widgets per agent")
     monkeypatch.setitem(SETTINGS, new.name, new)
     parent = DeepAgent(lm=ScriptedLM([]), workspace=tmp_path, subagent_widgets=3)
