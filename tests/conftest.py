@@ -64,9 +64,9 @@ def workspace(tmp_path):
 
 @pytest.fixture(autouse=True)
 def _no_time_limit_left_on_the_main_thread():
-    """A time limit must end with its block (interpreters/time_limit.py): one left active on the
+    """A time limit must end with its block (interpreters/time_limit/): one left active on the
     main thread would raise in whatever test runs next. Fail the test that left it, not the next one."""
-    from deepagent_magics.interpreters import time_limit
+    from deepagent_magics.interpreters.time_limit import limit as time_limit
 
     yield
     left = [block for block in getattr(time_limit._local, "stack", ()) if block.active]

@@ -100,12 +100,12 @@ def make_submit(names):
 AST_LOCK = threading.Lock()
 
 
-def exec_step(body, tail, filename, namespace, scope=None):
+def exec_step(body, tail, filename, namespace, scope=None, limit=None):
     """Run a step's statements, then evaluate its trailing expression (``tail``, or None): its value.
 
     With a ``scope`` (`runtime_checks.hook.scope`) the step is registered with the runtime checks while the
-    agent's code runs: this function's own frame is how the audit hook knows the code above it is the
-    agent's (`runtime_checks.hook`).
+    agent's code runs: this function's frame is how the audit hook knows the code above it is the agent's.
+    A ``limit`` (`time_limit.limit.TimeLimit`) is told when it runs: its exception never lands around it.
 
     Afterwards the thread's handled exception (``sys.exc_info()``) is what it was before. CPython 3.11
     leaves it set when a trace function raises in a ``with`` statement's exit handler: the time
@@ -122,9 +122,17 @@ def exec_step(body, tail, filename, namespace, scope=None):
         if scope is not None:
             _audit(_STEP, scope)
         try:
+            if limit is not None:
+                limit.code_running = True
             exec(statements, namespace)
             value = eval(expression, namespace) if expression is not None else None
         finally:
+            if limit is not None:  # one sent and not raised is withdrawn, the eval breaker reset: calls into C only
+                limit.code_running = False
+                try:
+                    limit.sent and (limit.withdraw(), limit.reset())
+                except limit.Reset:
+                    pass
             if scope is not None:
                 _audit(_STEP_END, scope)
     except BaseException as exc:  # noqa: BLE001 - raised again below, outside any handler
@@ -143,8 +151,7 @@ def exec_step(body, tail, filename, namespace, scope=None):
 _settrace, _gettrace = sys.settrace, sys.gettrace
 _audit, _STEP, _STEP_END = sys.audit, runtime_checks.STEP, runtime_checks.STEP_END
 _set_handled_exception = ctypes.pythonapi.PyErr_SetHandledException  # new in 3.11; takes a new reference
-_set_handled_exception.argtypes = [ctypes.c_void_p]
-_set_handled_exception.restype = None
+_set_handled_exception.argtypes, _set_handled_exception.restype = [ctypes.c_void_p], None
 
 
 def split_trailing_expression(tree):

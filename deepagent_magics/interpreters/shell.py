@@ -224,7 +224,7 @@ class ShellInterpreter(StepInterpreter):
             with working_directory.stepping_in(self.cwd), capture_streams() as stream, \
                     capture_displays(self.shell, stream), guarded(), limit:
                 try:
-                    value = exec_step(body, tail, filename, self.namespace, scope)
+                    value = exec_step(body, tail, filename, self.namespace, scope, limit if self.timeout else None)
                 except Submitted as submitted:
                     return FinalOutput(submitted.output)
         except ExecutionTimeout:

@@ -4,8 +4,10 @@ The per-block timeout must stop code that catches the exception (models write re
 loops with a bare ``except:``), code running off the main thread (evaluations run agents
 in worker threads) and code that tries to switch the timer off. Each case is a real
 `DeepAgent` run whose first step fights the limit; the test proves the step was stopped
-within a generous bound of its limit (far below what the code would run unstopped), the
-agent read a TimeoutError, and the next step ran normally with nothing delivered late.
+(the code would run for ever, or far longer, unstopped), the agent read a TimeoutError,
+and the next step ran normally with nothing delivered late. How promptly is measured
+against the machine as it is during the test, not in seconds: the same run with a first
+step that ends by itself just short of the limit (`baseline`), times `SLOWER`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from deepagent_magics import DeepAgent
 from deepagent_magics.testing import ScriptedLM
 
 LIMIT = 1.0
-BOUND = 8.0  # each hostile step would run for 30 s or forever unstopped
+SLOWER = 3  # a stopped run takes less than this many times the baseline run on the same machine
+HANG = 240  # seconds a worker thread's run is waited for: longer is a hang, not slowness
 
 HOSTILE = {
     "bare except around sleep": "import time\nwhile True:\n    try:\n        time.sleep(1)\n    except:\n        pass",
@@ -101,8 +104,21 @@ def run_hostile(code, namespace=None, tmp_path=None, timeout=LIMIT):
     return run, time.monotonic() - started
 
 
-def check_stopped(run, elapsed):
-    assert elapsed < BOUND, f"ran {elapsed:.1f} s under a {LIMIT} s limit"
+def baseline(tmp_path):
+    """How long the same run takes on this machine now, with a first step that ends by itself at 0.8 x LIMIT."""
+    _, elapsed = run_hostile(f"import time\ntime.sleep({LIMIT * 0.8})\nprint('in time')", {}, tmp_path / "baseline")
+    return elapsed
+
+
+def check_stopped(run, elapsed, tmp_path):
+    """Stopped, and promptly: under `SLOWER` baseline runs. The load of a shared machine comes and goes, so a
+    run over that is measured against the slowest of up to three baselines taken after it."""
+    slowest = 0.0
+    for _ in range(3):
+        slowest = max(slowest, baseline(tmp_path))
+        if elapsed < SLOWER * slowest:
+            break
+    assert elapsed < SLOWER * slowest, f"ran {elapsed:.1f} s under a {LIMIT} s limit (the baseline run: {slowest:.1f} s)"
     assert run.status == "finished", run.error
     first = run.steps[0].output
     assert "TimeoutError: this code ran longer than" in first, first
@@ -118,7 +134,7 @@ def test_the_limit_stops_code_that_fights_it_on_the_main_thread(tmp_path, case):
         run, elapsed = run_hostile(code, {}, tmp_path)
     finally:
         time.monotonic = real_monotonic
-    check_stopped(run, elapsed)
+    check_stopped(run, elapsed, tmp_path)
     if "refused" in code:
         assert "refused:" in run.steps[0].output and "time limit" in run.steps[0].output
 
@@ -130,7 +146,7 @@ def test_the_limit_stops_code_that_fights_it_on_the_main_thread(tmp_path, case):
                                   "setitimer(ITIMER_REAL, 0) first", "the watchdog thread attacked",
                                   "plain sleep(15)"])
 def test_the_limit_stops_code_in_a_worker_thread(tmp_path, case):
-    """%deepagent_eval --threads runs agents in worker threads: no SIGALRM there."""
+    """%deepagent_eval --threads runs agents in worker threads: no signal reaches them there."""
     code = "import time\ntime.sleep(15)" if case == "plain sleep(15)" else HOSTILE[case]
     box = {}
 
@@ -139,16 +155,43 @@ def test_the_limit_stops_code_in_a_worker_thread(tmp_path, case):
 
     worker = threading.Thread(target=work)
     worker.start()
-    worker.join(30)
+    worker.join(HANG)
     assert not worker.is_alive(), "the worker thread's run never ended"
-    check_stopped(box["run"], box["elapsed"])
+    check_stopped(box["run"], box["elapsed"], tmp_path)
+
+
+EVERY_SIGNAL = {
+    "ignored": "import signal\nrefused = []\nfor s in signal.valid_signals():\n    try:\n"
+               "        signal.signal(s, signal.SIG_IGN)\n    except PermissionError as exc:\n        refused.append(str(exc))\n"
+               "    except (OSError, ValueError, RuntimeError):\n        pass\nprint('refused:', *refused, sep='\\n')\n"
+               "c_sleep(30)",
+    "blocked": "import signal\ntry:\n    signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())\n"
+               "except PermissionError as exc:\n    print('refused:', exc)\nc_sleep(30)",
+}
+
+
+@pytest.mark.parametrize("how", list(EVERY_SIGNAL))
+def test_code_that_ignores_or_blocks_every_signal_is_stopped_anyway(tmp_path, how):
+    """Whatever signal the limit wakes the main thread with, agent code that ignores or blocks them all, then
+    sleeps in C, may not switch it off."""
+    handlers = {s: signal.getsignal(s) for s in signal.valid_signals() if signal.getsignal(s) is not None}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    try:
+        run, elapsed = run_hostile(EVERY_SIGNAL[how], {"c_sleep": time.sleep}, tmp_path)
+    finally:
+        for s, handler in handlers.items():
+            if signal.getsignal(s) is not handler:
+                signal.signal(s, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    check_stopped(run, elapsed, tmp_path)
+    assert "refused:" in run.steps[0].output and "time limit" in run.steps[0].output
 
 
 def test_a_blocking_c_call_on_the_main_thread_is_interrupted(tmp_path):
-    """A sleep the code held before the limit patched time.sleep (the C one): SIGALRM interrupts it."""
+    """A sleep the code held before the limit patched time.sleep (the C one): the limit's signal interrupts it."""
     code = "while True:\n    try:\n        c_sleep(20)\n    except BaseException:\n        pass"
     run, elapsed = run_hostile(code, {"c_sleep": time.sleep}, tmp_path)
-    check_stopped(run, elapsed)
+    check_stopped(run, elapsed, tmp_path)
 
 
 def test_several_worker_threads_each_keep_their_own_limit(tmp_path):
@@ -164,7 +207,7 @@ def test_several_worker_threads_each_keep_their_own_limit(tmp_path):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(30)
+        t.join(HANG)
     assert "TimeoutError" in results[0][0].steps[0].output
     assert results[1][0].steps[0].output == "slept"  # under its limit: untouched
     assert "TimeoutError" in results[2][0].steps[0].output
@@ -199,18 +242,22 @@ def test_after_a_timeout_nothing_is_left_behind(tmp_path):
 
 
 def test_a_block_that_ends_just_at_its_limit_gets_nothing_late(tmp_path):
-    """Blocks finishing around their deadline, many times: no exception reaches the code after them."""
+    """Blocks finishing around their deadline, many times: no exception reaches the code after them.
+    (`test_time_limit_ends_with_its_block` hammers this on three threads of a busy machine.)"""
+    import ast
+
+    from deepagent_magics.interpreters.kernel_side import exec_step, split_trailing_expression
     from deepagent_magics.interpreters.time_limit import ExecutionTimeout, TimeLimit
 
-    late = 0
+    code = "end = mono() + d\nwhile mono() < end:\n    pass"
+    body, tail = split_trailing_expression(ast.parse(code, "<agent step 1>", "exec"))
+    late = stopped = 0
     for i in range(40):
         try:
-            with TimeLimit(0.05, lambda: 0, lambda: 0.0):
-                end = time.monotonic() + 0.04 + (i % 5) * 0.01
-                while time.monotonic() < end:
-                    pass
+            with TimeLimit(0.05, lambda: 0, lambda: 0.0) as limit:
+                exec_step(body, tail, "<agent step 1>", {"mono": time.monotonic, "d": 0.04 + (i % 5) * 0.01}, None, limit)
         except ExecutionTimeout:
-            pass
+            stopped += 1
         try:
             x = 0
             for _ in range(200_000):
@@ -219,6 +266,7 @@ def test_a_block_that_ends_just_at_its_limit_gets_nothing_late(tmp_path):
         except ExecutionTimeout:
             late += 1
     assert late == 0
+    assert stopped  # some blocks ran past their limit: the race was run
 
 
 class _InterruptOnce:
@@ -238,7 +286,7 @@ class _InterruptOnce:
 def test_an_interrupt_landing_while_a_block_starts_or_ends_leaves_nothing_behind(monkeypatch, where):
     """A KeyboardInterrupt half-way through entering or closing a block is raised, and the block is gone:
     a block left active would raise ExecutionTimeout in whatever the thread runs next, once its time is up."""
-    from deepagent_magics.interpreters import time_limit
+    from deepagent_magics.interpreters.time_limit import limit as time_limit
     from deepagent_magics.interpreters.time_limit import TimeLimit
 
     before = (signal.getsignal(signal.SIGALRM), time.sleep)

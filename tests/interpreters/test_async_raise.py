@@ -52,3 +52,31 @@ def test_one_taken_back_never_lands_and_the_caller_goes_on():
     thread.join(10)
     assert seen == ["finished"]
     assert sum(range(10)) == 45  # the taking thread goes on as before
+
+
+def test_a_prepared_send_is_one_call_and_a_prepared_withdrawal_takes_it_back():
+    from deepagent_magics.interpreters.async_raise import Reset, prepared
+
+    gate, seen = threading.Event(), []
+
+    def wait_then_count():
+        gate.wait()
+        try:
+            for _ in range(1000):
+                pass
+            seen.append("finished")
+        except Stop:
+            seen.append("raised")
+
+    thread = threading.Thread(target=wait_then_count, daemon=True)
+    thread.start()
+    time.sleep(0.05)
+    prepared(thread.ident, Stop)()
+    prepared(thread.ident, None)()  # withdrawn: the eval breaker stays set until an exception is raised
+    try:
+        prepared(threading.get_ident(), Reset)()  # so this thread raises one of its own, at once
+    except Reset:
+        pass
+    gate.set()
+    thread.join(10)
+    assert seen == ["finished"]

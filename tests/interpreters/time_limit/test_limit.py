@@ -1,5 +1,6 @@
-"""interpreters/time_limit.py: a block past its time is stopped even when its code catches the exception; time in
-tools does not count (the fights, threads and kernels: tests/adversarial/test_time_limits.py)."""
+"""interpreters/time_limit/limit.py: a block past its time is stopped even when its code catches the exception; time
+in tools does not count; nothing is delivered outside the code the block runs (the fights, threads and kernels:
+tests/adversarial/test_time_limits.py; the races: tests/adversarial/test_time_limit_ends_with_its_block.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import time
 
 import pytest
 
-from deepagent_magics.interpreters.time_limit import ExecutionTimeout, TimeLimit, interruptible_sleep
+from deepagent_magics.interpreters.time_limit import ExecutionTimeout, TimeLimit
+from deepagent_magics.interpreters.time_limit.limit import interruptible_sleep
 
 AGENT = "<agent step 1>"
 
@@ -32,7 +34,8 @@ def test_code_that_catches_the_timeout_is_stopped_anyway():
                       "        except BaseException:\n            pass\n")
     started = time.monotonic()
     with pytest.raises(ExecutionTimeout):
-        with TimeLimit(0.3, no_tool, zero):
+        with TimeLimit(0.3, no_tool, zero) as limit:
+            limit.code_running = True  # what exec_step says while the agent's code runs
             work()
     assert time.monotonic() - started < 30
 
@@ -42,7 +45,8 @@ def test_sleep_is_interrupted_in_a_worker_thread_too():
 
     def worker():
         try:
-            with TimeLimit(0.2, no_tool, zero):
+            with TimeLimit(0.2, no_tool, zero) as limit:
+                limit.code_running = True
                 time.sleep(60)
         except ExecutionTimeout:
             seen.append("stopped")
@@ -69,6 +73,15 @@ def test_a_block_that_ends_in_time_delivers_nothing_later():
     interruptible_sleep(0.01)  # outside a block: the real sleep
 
 
+def test_nothing_is_delivered_while_the_block_runs_host_code():
+    """Past its time, a block whose code is not running (the host's code before and after it) gets nothing."""
+    with TimeLimit(0.05, no_tool, zero) as limit:
+        end = time.monotonic() + 0.4
+        while time.monotonic() < end:
+            pass
+    assert limit.sent == 0
+
+
 def test_cut_short_ends_the_block_in_that_thread_now_and_says_who_stopped_it():
     """A cancelled run (an MCP task): its block ends at once, long before its time, even past a bare except;
     a block in another thread keeps its own time."""
@@ -82,6 +95,7 @@ def test_cut_short_ends_the_block_in_that_thread_now_and_says_who_stopped_it():
         limits[name] = limit = TimeLimit(seconds, no_tool, zero)
         try:
             with limit:
+                limit.code_running = True  # what exec_step says while the agent's code runs
                 if name == "cut":
                     started.set()
                 work()
