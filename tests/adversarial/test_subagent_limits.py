@@ -1,14 +1,16 @@
 """A sub-agent can never freeze the notebook (issue 10, item 6: the time limit and the stop button).
 
-``subagent_timeout`` holds within about a second of its limit even while the sub-agent's host
-thread is inside a host tool: one that sleeps for 30 s, one that spins in Python (also one that
-swallows every exception), a slow LM call, and a delegation whose own child is stuck. The parent
-gets the time-limit ``Error:`` promptly and carries on; host tools can see that they were
-cancelled (``Session.cancelled``); a tool spinning in Python is ended. The stop button
-(KeyboardInterrupt during ``delegate_batched``) takes effect within a second too.
+``subagent_timeout`` holds even while the sub-agent's host thread is inside a host tool: one
+that sleeps, one that spins in Python (also one that swallows every exception), a slow LM call,
+and a delegation whose own child is stuck. The parent gets the time-limit ``Error:`` promptly
+and carries on; host tools can see that they were cancelled (``Session.cancelled``); a tool
+spinning in Python is ended. The stop button (KeyboardInterrupt during ``delegate_batched``)
+takes effect at once too.
 
-Real kernels, a real pool, scripted models; the bounds are generous (they prove "did not wait
-for the tool", not speed).
+Real kernels, a real pool, scripted models. No bound is in seconds: the parent's answer comes
+before the stuck tool, model or grandchild would have returned (an ordering), and within the
+limit, the stop's grace and `SLOWER` times what a delegation whose child answers at once takes
+on this machine during the same test (`baseline`): on a busy machine both grow together.
 """
 
 from __future__ import annotations
@@ -28,11 +30,18 @@ from deepagent_magics import DeepAgent
 from deepagent_magics.core.run.session import current
 from deepagent_magics.interpreters.pool import KernelPool
 from deepagent_magics.testing import ScriptedLM
+from deepagent_magics.tools.delegation.child import STOP_GRACE
 
 pytestmark = pytest.mark.kernel
 
-LIMIT = 3.0
-PROMPT = 2.0  # the parent has its answer within LIMIT + PROMPT seconds (today: LIMIT + 6 s, or the tool's 30 s)
+LIMIT = 3.0  # the sub-agents' time limit on an idle machine; on a busy one, more (`limit_for`)
+STUCK = 60.0  # seconds the stuck tool or model would take: the parent answers long before
+SLOWER = 3  # the parent's wait past the limit and the grace is under this many baseline delegations
+
+
+def limit_for(base: float, levels: int = 1) -> float:
+    """The time limit for a test: the child (and its own children, ``levels`` deep) reach the stuck part within it."""
+    return round(LIMIT + SLOWER * levels * base, 1)
 
 
 @pytest.fixture(scope="module")
@@ -57,41 +66,79 @@ def timed_delegate(child_task: str) -> list:
     ]
 
 
-def run_with_tool(pool, tmp_path, tool, child_steps, **kwargs):
+def baseline(pool, tmp_path) -> float:
+    """How long a delegation takes on this machine now, its child answering at once (from a ready kernel)."""
+    lm = ScriptedLM(scripts={"LIMIT-ROOT": timed_delegate("LIMIT-CHILD: answer"),
+                             "LIMIT-CHILD": [("Answer.", "SUBMIT(result='at once')")]})
+    run = DeepAgent(lm=lm, workspace=tmp_path, pool=pool, subagent_timeout=600).run("LIMIT-ROOT: go", namespace={})
+    elapsed, result = json.loads(run.result)
+    assert result == "at once"
+    assert pool.wait_ready(1, timeout=120)  # the measured run starts from a ready kernel too
+    return elapsed
+
+
+class Baseline(float):
+    """A baseline delegation's seconds, and how to measure another (the load of a shared machine comes and goes)."""
+
+    def again(self) -> float:
+        return baseline(self.pool, self.tmp_path)
+
+
+@pytest.fixture
+def base(ready, tmp_path) -> Baseline:
+    measured = Baseline(baseline(ready, tmp_path))
+    measured.pool, measured.tmp_path = ready, tmp_path
+    return measured
+
+
+def run_with_tool(pool, tmp_path, base, tool, child_steps, **kwargs):
     lm = ScriptedLM(scripts={"LIMIT-ROOT": timed_delegate("LIMIT-CHILD: use the tool"), "LIMIT-CHILD": child_steps},
                     **kwargs.pop("lm_kwargs", {}))
-    agent = DeepAgent(lm=lm, workspace=tmp_path, pool=pool, tools=[tool] if tool else [], subagent_timeout=LIMIT,
-                      **kwargs)
+    agent = DeepAgent(lm=lm, workspace=tmp_path, pool=pool, tools=[tool] if tool else [],
+                      subagent_timeout=limit_for(base), **kwargs)
     run = agent.run("LIMIT-ROOT: delegate and wait", namespace={})
     assert run.status == "finished", run.error
     elapsed, result = json.loads(run.result)
     return run, elapsed, result
 
 
-def assert_timed_out_promptly(run, elapsed, result):
-    assert result.startswith(f"Error: the sub-agent ran past its time limit of {LIMIT:g} s"), result
-    assert elapsed < LIMIT + PROMPT, f"the parent waited {elapsed:.1f} s for a {LIMIT:g} s limit"
+def assert_timed_out_promptly(run, elapsed, result, base, stuck=None, levels=1):
+    limit = limit_for(base, levels)
+    assert result.startswith(f"Error: the sub-agent ran past its time limit of {limit:g} s"), result
+    assert stuck is None or not stuck.is_set(), "the parent waited for what was stuck"
+    slowest = float(base)
+    for _ in range(2):  # over the bound: against the slowest of up to three baselines
+        if elapsed < limit + STOP_GRACE + SLOWER * slowest:
+            break
+        slowest = max(slowest, base.again())
+    assert elapsed < limit + STOP_GRACE + SLOWER * slowest, (
+        f"the parent waited {elapsed:.1f} s for a {limit:g} s limit (a delegation answered at once: {slowest:.1f} s)")
     [child] = run.children
     assert child.status == "failed"
 
 
+def sleeps_then_sets(event: threading.Event) -> None:
+    time.sleep(STUCK)
+    event.set()
+
+
 # --------------------------------------------------------------------------- host tools that do not return
-def test_the_limit_holds_while_the_child_is_in_a_host_tool_that_sleeps_30_s(ready, tmp_path):
-    entered = threading.Event()
+def test_the_limit_holds_while_the_child_is_in_a_host_tool_that_sleeps(ready, base, tmp_path):
+    entered, returned = threading.Event(), threading.Event()
 
     def slow_lookup(key: str) -> str:
         """Look ``key`` up (slowly)."""
         entered.set()
-        time.sleep(30)
+        sleeps_then_sets(returned)
         return "too late"
 
-    run, elapsed, result = run_with_tool(ready, tmp_path, slow_lookup, [("Look up.", "print(slow_lookup('k'))")])
+    run, elapsed, result = run_with_tool(ready, tmp_path, base, slow_lookup, [("Look up.", "print(slow_lookup('k'))")])
     assert entered.is_set()
-    assert_timed_out_promptly(run, elapsed, result)
+    assert_timed_out_promptly(run, elapsed, result, base, returned)
 
 
 @pytest.mark.parametrize("swallow", [False, True], ids=["spins", "spins and swallows every exception"])
-def test_the_limit_holds_while_the_child_is_in_a_host_tool_that_spins_in_python(ready, tmp_path, swallow):
+def test_the_limit_holds_while_the_child_is_in_a_host_tool_that_spins_in_python(ready, base, tmp_path, swallow):
     state = {"spins": 0, "ended": None}
     entered, release = threading.Event(), threading.Event()
 
@@ -112,11 +159,11 @@ def test_the_limit_holds_while_the_child_is_in_a_host_tool_that_spins_in_python(
         return n
 
     try:
-        run, elapsed, result = run_with_tool(ready, tmp_path, spin, [("Count.", "print(spin(10))")])
+        run, elapsed, result = run_with_tool(ready, tmp_path, base, spin, [("Count.", "print(spin(10))")])
         assert entered.is_set()
-        assert_timed_out_promptly(run, elapsed, result)
+        assert_timed_out_promptly(run, elapsed, result, base, release)
         if not swallow:  # the spinning tool was ended, not left running in the notebook
-            deadline = time.monotonic() + 5
+            deadline = time.monotonic() + 60
             while state["ended"] is None and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert state["ended"] == "SubAgentCancelled"
@@ -127,7 +174,7 @@ def test_the_limit_holds_while_the_child_is_in_a_host_tool_that_spins_in_python(
         release.set()
 
 
-def test_a_host_tool_can_see_that_its_sub_agent_was_cancelled(ready, tmp_path):
+def test_a_host_tool_can_see_that_its_sub_agent_was_cancelled(ready, base, tmp_path):
     noticed = {}
 
     def patient(seconds: float) -> str:
@@ -140,28 +187,30 @@ def test_a_host_tool_can_see_that_its_sub_agent_was_cancelled(ready, tmp_path):
                 return "cancelled"
         return "done"
 
-    run, elapsed, result = run_with_tool(ready, tmp_path, patient, [("Wait.", "print(patient(30))")])
-    assert_timed_out_promptly(run, elapsed, result)
-    assert "after" in noticed and noticed["after"] < LIMIT + PROMPT
+    run, elapsed, result = run_with_tool(ready, tmp_path, base, patient, [("Wait.", f"print(patient({STUCK}))")])
+    assert_timed_out_promptly(run, elapsed, result, base)
+    assert "after" in noticed and noticed["after"] < limit_for(base) + STOP_GRACE + SLOWER * base
 
 
-def test_the_limit_holds_while_the_child_waits_for_a_slow_model(ready, tmp_path):
+def test_the_limit_holds_while_the_child_waits_for_a_slow_model(ready, base, tmp_path):
+    returned = threading.Event()
+
     def replies(prompt):
-        time.sleep(30)
+        sleeps_then_sets(returned)
         return "too late"
 
-    run, elapsed, result = run_with_tool(ready, tmp_path, None, [("Ask.", "print(llm_query('take your time'))")],
+    run, elapsed, result = run_with_tool(ready, tmp_path, base, None, [("Ask.", "print(llm_query('take your time'))")],
                                          lm_kwargs={"replies": replies})
-    assert_timed_out_promptly(run, elapsed, result)
+    assert_timed_out_promptly(run, elapsed, result, base, returned)
 
 
-def test_the_limit_holds_while_the_child_waits_for_its_own_stuck_child(ready, tmp_path):
-    entered = threading.Event()
+def test_the_limit_holds_while_the_child_waits_for_its_own_stuck_child(ready, base, tmp_path):
+    entered, returned = threading.Event(), threading.Event()
 
     def slow_lookup(key: str) -> str:
         """Look ``key`` up (slowly)."""
         entered.set()
-        time.sleep(30)
+        sleeps_then_sets(returned)
         return "too late"
 
     lm = ScriptedLM(scripts={
@@ -169,12 +218,15 @@ def test_the_limit_holds_while_the_child_waits_for_its_own_stuck_child(ready, tm
         "LIMIT-CHILD": [("Delegate.", "print(delegate('LIMIT-GRANDCHILD: use the tool'))")],
         "LIMIT-GRANDCHILD": [("Look up.", "print(slow_lookup('k'))")],
     })
-    agent = DeepAgent(lm=lm, workspace=tmp_path, pool=ready, tools=[slow_lookup], subagent_timeout=LIMIT)
+    agent = DeepAgent(lm=lm, workspace=tmp_path, pool=ready, tools=[slow_lookup], subagent_timeout=limit_for(base, 2))
     run = agent.run("LIMIT-ROOT: delegate and wait", namespace={})
     elapsed, result = json.loads(run.result)
     assert entered.is_set()
-    assert_timed_out_promptly(run, elapsed, result)
-    [grandchild] = run.children[0].children
+    assert_timed_out_promptly(run, elapsed, result, base, returned, levels=2)
+    [grandchild] = run.children[0].children  # stopped by its parent as that one is stopped: it ends too
+    deadline = time.monotonic() + STUCK
+    while grandchild.status == "running" and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert grandchild.status in ("failed", "interrupted")
 
 
@@ -185,11 +237,13 @@ from deepagent_magics import DeepAgent
 from deepagent_magics.core.run.run import Run
 from deepagent_magics.interpreters.pool import KernelPool
 from deepagent_magics.testing import ScriptedLM
+from deepagent_magics.tools.delegation.child import STOP_GRACE
 
 def slow_lookup(key: str) -> str:
     \"\"\"Look ``key`` up (slowly).\"\"\"
     open(os.path.join(sys.argv[1], f"in-tool-{key}"), "w").close()
-    time.sleep(30)
+    time.sleep(float(sys.argv[2]))
+    open(os.path.join(sys.argv[1], f"returned-{key}"), "w").close()
     return "too late"
 
 pool = KernelPool(size=2, cwd=sys.argv[1]).warm()  # kernels for this workspace (a sandboxed one serves one)
@@ -226,19 +280,20 @@ def gone(pid: int) -> bool:
 
 
 @pytest.mark.parametrize("presses", [1, 3], ids=["pressed once", "pressed three times"])
-def test_the_stop_button_during_delegate_batched_takes_effect_within_a_second(tmp_path, presses):
+def test_the_stop_button_during_delegate_batched_takes_effect_at_once(tmp_path, presses):
+    """At once: before the tools its children wait in return, and every kernel is gone (no bound in seconds)."""
     script = tmp_path / "host.py"
     script.write_text(textwrap.dedent(STOP_HOST))
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    host = subprocess.Popen([sys.executable, str(script), str(workspace)], stdout=subprocess.PIPE,
+    host = subprocess.Popen([sys.executable, str(script), str(workspace), str(STUCK)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
         while len(list(workspace.glob("in-tool-*"))) < 2 and time.monotonic() < deadline:
             assert host.poll() is None, host.stderr.read()
             time.sleep(0.05)
-        assert len(list(workspace.glob("in-tool-*"))) == 2  # both children are inside the 30 s tool
+        assert len(list(workspace.glob("in-tool-*"))) == 2  # both children are inside the stuck tool
         kernels = [int(pid) for p in workspace.glob("host-*.pids") for pid in p.stem.split("-")[1:] if pid != "0"]
         sent = time.monotonic()
         for press in range(presses):  # impatient users press it again while the first one is handled
@@ -246,6 +301,7 @@ def test_the_stop_button_during_delegate_batched_takes_effect_within_a_second(tm
             time.sleep(0.03)
         line = host.stdout.readline()
         took = time.monotonic() - sent
+        returned = list(workspace.glob("returned-*"))
         host.wait(timeout=30)
     finally:
         if host.poll() is None:
@@ -254,7 +310,7 @@ def test_the_stop_button_during_delegate_batched_takes_effect_within_a_second(tm
     assert report == {"outcome": "KeyboardInterrupt", "status": "interrupted",
                       "children": ["interrupted", "interrupted"]}, (
         f"after {took:.1f} s; the host said:\n{host.stderr.read()[-3000:]}")
-    assert took < 1.6, f"the stop button took {took:.1f} s"
+    assert not returned, f"the stop button waited for the tools ({took:.1f} s)"
     assert len(kernels) in (2, 4) and all(gone(pid) for pid in kernels)  # bwrap and its kernel, or the kernel
 
 
