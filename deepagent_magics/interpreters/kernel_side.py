@@ -1,25 +1,22 @@
 """The kernel side of `KernelInterpreter`: this file's source runs inside each sub-agent's kernel.
 
-The host installs it once per kernel, when the pool warms the kernel up, as the
-hidden name ``_deepagent_runtime``. Each step is then one silent
-``execute_request`` calling ``_deepagent_runtime.run(request)``, which runs the
-agent's code in the kernel's namespace (its output goes out on iopub as usual)
-and says how the code ended (ok, SUBMIT, error, interrupted) in a payload of the
-``execute_reply``, marked ``"source": RESULT_SOURCE``: one message fewer than a
-display message, and no execute_input broadcast.
+The host installs it once per kernel, when the pool warms the kernel up, as the hidden name
+``_deepagent_runtime``. Each step is then one silent ``execute_request`` calling
+``_deepagent_runtime.run(request)``, which runs the agent's code in the kernel's namespace (its output
+goes out on iopub as usual) and says how the code ended (ok, SUBMIT, error, interrupted) in a payload of
+the ``execute_reply``, marked ``"source": RESULT_SOURCE``: one message fewer than a display message, and
+no execute_input broadcast.
 
-Tool calls go the other way over the kernel's stdin channel: a tool here is a
-stub that calls ``input()`` with `TOOL_PROMPT` and a JSON request; the host
-runs the real tool and answers with a JSON reply (``{"value": ...}`` or
-``{"error": ..., "type": ...}``).
+Tool calls go the other way over the kernel's stdin channel: a tool here is a stub that calls ``input()``
+with `TOOL_PROMPT` and a JSON request; the host runs the real tool and answers with a JSON reply
+(``{"value": ...}`` or ``{"error": ..., "type": ...}``).
 
-The kernel may be any Python kernel spec, without this package installed, so
-this file uses only the standard library, IPython and two standard-library modules
-the host ships beside it (`wire`: values as JSON; `processes`: the kernel's process
-tree). A traced run's step carries its W3C Trace Context, set as ``TRACEPARENT`` while it runs: no
-OpenTelemetry is needed here, the spans are the host's. The host's `ShellInterpreter`
-uses the same helpers (SUBMIT, the trailing-expression echo, the agent traceback),
-so a step behaves the same in the notebook and in a sub-agent's kernel.
+The kernel may be any Python kernel spec, without this package installed, so this file uses only the
+standard library, IPython and two standard-library modules the host ships beside it (`wire`: values as
+JSON; `processes`: the kernel's process tree). A traced run's step carries its W3C Trace Context, set as
+``TRACEPARENT`` while it runs: no OpenTelemetry is needed here, the spans are the host's. The host's
+`ShellInterpreter` uses the same helpers (SUBMIT, the trailing-expression echo, the agent traceback), so
+a step behaves the same in the notebook and in a sub-agent's kernel.
 """
 
 import ast
@@ -107,14 +104,12 @@ def exec_step(body, tail, filename, namespace, scope=None, limit=None):
     agent's code runs: this function's frame is how the audit hook knows the code above it is the agent's.
     A ``limit`` (`time_limit.limit.TimeLimit`) is told when it runs: its exception never lands around it.
 
-    Afterwards the thread's handled exception (``sys.exc_info()``) is what it was before. CPython 3.11
-    leaves it set when a trace function raises in a ``with`` statement's exit handler: the time
-    limit's tracer does that to code whose ``__exit__`` swallows the timeout, and agent code can do it
-    on purpose. Left set, the user's next bare ``raise`` re-raises the agent's exception, and every
-    later traceback in the kernel reads "During handling of the above exception". The thread's trace
-    function is put back too: one the code installed would trace every later cell."""
-    before, trace = sys.exc_info()[1], sys.gettrace()  # put back with the real settrace: agent code may patch it
-    error = None
+    Afterwards the thread's handled exception (``sys.exc_info()``) and trace function are what they were
+    before. CPython 3.11 leaves the former set when a trace function raises in a ``with`` statement's exit
+    handler (the time limit's tracer, in code whose ``__exit__`` swallows the timeout; or agent code, on
+    purpose): the user's next bare ``raise`` would re-raise the agent's exception, and every later traceback
+    read "During handling of the above exception". A trace function the code set would trace later cells."""
+    before, trace, error = sys.exc_info()[1], sys.gettrace(), None  # put back with the real settrace, not sys's
     try:
         with AST_LOCK:
             statements = compile(body, filename, "exec")

@@ -266,8 +266,9 @@ def _tracer_for(block: _Block) -> Callable[..., Any]:
         if not block.active:  # its block has ended: this frame is not ours to stop any more
             frame.f_trace = None
             return None
-        if not block.fired or not frame.f_code.co_filename.startswith(prefix):
-            return None  # library frames are left alone: raising there would be caught in the agent's `try`
+        if not block.fired or not block.limit.code_running or not frame.f_code.co_filename.startswith(prefix):
+            return None  # nor host code around the step, and library frames: raising there would be caught in
+            # the agent's `try`
         if event == "line":
             raise timeout.__new__(timeout)
         return tracer
