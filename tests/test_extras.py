@@ -56,4 +56,5 @@ def test_the_tests_that_start_llama_cpp_or_need_the_models_parts_are_marked_for_
     marked = {name for name, test in vars(tests).items() if name.startswith("test_")
               and any(mark.name == "needs_extra" and mark.args == ("local",) for mark in getattr(test, "pytestmark", []))}
     assert marked == {"test_a_missing_part_names_the_extra", "test_a_file_llama_cpp_cannot_load_is_one_line",
-                      "test_a_port_in_use_is_one_line", "test_too_little_memory_is_one_line"}
+                      "test_a_port_in_use_is_one_line", "test_too_little_memory_is_one_line",
+                      "test_every_request_starts_from_the_longest_prefix_the_server_kept_not_from_a_guessed_slot"}

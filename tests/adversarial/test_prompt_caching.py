@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from itertools import pairwise
 
 import dspy
@@ -147,6 +148,39 @@ def test_step_n_plus_ones_request_starts_with_step_ns_up_to_the_history(tmp_path
         boundary = text.index("[[ ## repl_history ## ]]") if index == 1 else text.rindex("\\n\\n[[ ## iteration ## ]]")  # JSON-escaped
         assert common >= boundary, (index, text[common - 80:common + 80], following[common - 80:common + 80])
         assert common / len(text) > 0.9
+
+
+HISTORY_HEAD = "[[ ## repl_history ## ]]\n"
+TAIL = "\n\n[[ ## iteration ## ]]\n"
+
+
+def test_each_step_request_is_the_one_before_it_extended_byte_for_byte_but_for_its_documented_tail(tmp_path):
+    """What a prefix cache (llama.cpp's slot, OpenAI's) reuses: step N+1's request is step N's, with the newest step
+    added, except for the tail after the history (the iteration counter and the answer line, `caching`) and, at
+    step 1, the line saying there is no history yet. An llm_query, an error, a long output, a new variable or
+    file in between change nothing before that."""
+    steps = [STEPS[0], {"reasoning": "Ask the sub-model.", "code": "word = llm_query('Say ok.')\nprint(word)"},
+             {"reasoning": "Fail once.", "code": "print(undefined_name)"}, *STEPS[1:]]
+    script = [Reply.fields(**step) for step in steps]
+    script.insert(2, Reply(content="ok"))  # the llm_query's answer
+    with FakeProvider(script) as provider:
+        run = run_agent(provider_lm(provider), tmp_path, namespace={"data": [1, 2, 3]})
+    assert run.status == "finished", run.error
+    requests = [request["body"]["messages"] for request in provider.requests
+                if "[[ ## iteration ## ]]" in json.dumps(request["body"]["messages"])]
+    assert len(requests) == len(steps) and all([m["role"] for m in messages] == ["system", "user"] for messages in requests)
+    assert len({messages[0]["content"] for messages in requests}) == 1  # the system message: the same bytes
+    users = [messages[1]["content"] for messages in requests]
+    for index, (user, following) in enumerate(pairwise(users), start=1):
+        if index == 1:
+            head = user[:user.index(HISTORY_HEAD) + len(HISTORY_HEAD)]
+            assert user[len(head):].startswith("You have not interacted with the REPL environment yet.")
+        else:
+            head = user[:user.rindex(TAIL)]
+        assert following.startswith(head), (index, user[len(os.path.commonprefix([user, following])) - 80:][:200])
+        tail = user[len(head):]  # only the counter and the answer line
+        assert re.fullmatch(r"(You have not interacted with the REPL environment yet\.)?\n\n\[\[ ## iteration ## \]\]\n"
+                            r"\d+/\d+\n\nAnswer with [^\n]*", tail), tail
 
 
 def test_the_prefix_survives_a_second_run_of_the_same_agent(tmp_path):

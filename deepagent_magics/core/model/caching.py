@@ -6,9 +6,12 @@ cache a prompt's prefix: OpenAI and most OpenAI-compatible servers do it by them
 long enough prefix that is byte-identical from call to call; Anthropic caches up to a block
 marked ``cache_control``. So:
 
-- nothing in the head of the prompt changes from step to step (``tests/adversarial/
-  test_prompt_caching.py`` checks that step N+1's request starts with step N's up to the
-  history, and ``bench/prompt_cache.py`` measures the share);
+- nothing in the head of the prompt changes from step to step: step N+1's request is step N's
+  with the newest step added, byte for byte, except for its tail (the iteration counter and
+  the answer line after the history; at step 1, the line saying there is no history yet),
+  and except where the history itself is rewritten (compaction, the user's notes, a retry's
+  format note) (``tests/adversarial/test_prompt_caching.py`` checks it; ``bench/prompt_cache.py``
+  measures the share, and ``bench/local_model.py`` what the local server reads);
 - for an Anthropic model the action predictor asks DSPy's client for
   ``prompt_cache=CacheConfig(prefix="stable")`` (`prompt_cache_for`), which puts the mark on
   the system block; an LM the user gave its own ``prompt_cache`` keeps it, and an LM whose

@@ -13,6 +13,16 @@ cache off (each run really asks the model). The server's context size is known t
 LM carries its input window as ``deepagent_context_window`` (context size less the reply's
 `MAX_TOKENS`), which compaction reads instead of LiteLLM's price list.
 
+Each run's prompt is kept. A step's request is the previous step's with the newest step added
+(`caching`), and llama.cpp reads only what follows the longest prefix it already holds: in its one
+slot, or in its prompt cache in RAM (`PROMPT_CACHE_MIB`), where the slot's prompt is saved whenever
+another request (an ``llm_query``, another run's step) takes the slot. llama.cpp's own default keeps
+the slot without saving for any request whose prompt shares a tenth of the slot's; two runs share
+their instructions, so one run's step overwrote the other's prompt, whose next step then read its
+task and history again (`slot_params` turns that off). DSPy's client cannot send llama.cpp's
+``id_slot``, so runs are not pinned to slots; the prompt cache keeps each one (``bench/local_model.py``
+measures it).
+
 Threads: on the 2-core machines this was measured on, 1 thread generating and 2 reading the
 prompt were fastest (2 generating threads were 4 times slower); in general, half the CPUs
 generate and all of them read.
@@ -141,11 +151,10 @@ def start(path: Path, port: int | None = None, context: int | None = None) -> Lo
     params.hostnames = ["127.0.0.1"]
     params.port = port
     params.n_ctx = context
-    params.n_parallel = 1
     params.api_keys = [key]
     params.ui = False
     params.verbosity = 0
-    params.cache_ram_mib = PROMPT_CACHE_MIB
+    slot_params(params)
     params.cpuparams.n_threads, params.cpuparams_batch.n_threads = threads()
     print(f"deepagent: starting the local model {path.name} ({path.stat().st_size / 1e9:.1f} GB) …",
           file=sys.stderr, flush=True)
@@ -163,6 +172,14 @@ def start(path: Path, port: int | None = None, context: int | None = None) -> Lo
     print(f"deepagent: the local model is ready on {url} ({server.context:,} tokens of context, "
           f"loaded in {seconds:.1f} s)", file=sys.stderr, flush=True)
     return server
+
+
+def slot_params(params: Any) -> None:
+    """One slot, and a prefix for every request from the prompt cache (see the module docstring)."""
+    params.n_parallel = 1  # one request at a time, as before
+    params.cache_prompt = True  # a request reads only what follows the longest prefix already read
+    params.cache_ram_mib = PROMPT_CACHE_MIB  # prompts the slot moved on from, for their runs' next steps
+    params.slot_prompt_similarity = 0.0  # no guessing: the slot's prompt is saved, the best cached prefix loaded
 
 
 def threads() -> tuple[int, int]:

@@ -251,3 +251,45 @@ def test_a_process_has_its_own_server_which_ends_with_it(local_model, tmp_path):
     assert own["url"] != f"{local_model.url}/v1" and own["key"] != local_model.key  # nothing shared by accident
     with pytest.raises(urllib.error.URLError):  # the process is gone, and its server with it
         urllib.request.urlopen(f"{own['url']}/models", timeout=10)
+
+
+# --------------------------------------------------------------------------- the prompt each run has read
+
+RULES = "".join(f"{n}. Rule number {n}: read the data before computing anything with it.\n" for n in range(1, 61))
+
+
+def ask(server, system: str, user: str) -> dict:
+    """One request to ``server`` as DSPy's client makes it (temperature 0), one token of reply: its usage and timings."""
+    body = {"model": server.name, "temperature": 0.0, "max_tokens": 1, "stop": ["[[ ## completed ## ]]"],
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
+    request = urllib.request.Request(f"{server.url}/v1/chat/completions", data=json.dumps(body).encode(),
+                                     headers={"Authorization": f"Bearer {server.key}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=1800) as response:
+        return json.loads(response.read())
+
+
+@pytest.mark.needs_extra("local")
+def test_every_request_starts_from_the_longest_prefix_the_server_kept_not_from_a_guessed_slot():
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    assert params.slot_prompt_similarity > 0  # llama.cpp's default: a "similar" slot is reused without saving it
+    local_server.slot_params(params)
+    assert params.slot_prompt_similarity == 0  # off: the slot's prompt is saved, the longest cached prefix loaded
+    assert params.cache_prompt and params.cache_ram_mib == local_server.PROMPT_CACHE_MIB > 0 and params.n_parallel == 1
+
+
+@pytest.mark.realmodel
+@pytest.mark.timeout(1800)
+def test_two_runs_taking_turns_each_read_only_what_their_own_last_step_added(local_model):
+    """Two runs at once (an evaluation's threads, or a run and its llm_query calls) share the instructions but
+    not their tasks: each one's next step reuses all of its own previous prompt, whatever came in between."""
+    task = {name: f"Task {name}: " + " ".join(f"{name}{n}" for n in range(150)) for name in "AB"}
+    step = {name: "\n=== Step 1 ===\n" + " ".join(f"{name}-out{n}" for n in range(60)) for name in "AB"}
+    first = {name: ask(local_model, RULES, task[name]) for name in "AB"}  # A1, B1
+    second = {name: ask(local_model, RULES, task[name] + step[name]) for name in "AB"}  # A2, B2
+    for name in "AB":
+        before, now = first[name]["usage"]["prompt_tokens"], second[name]
+        added = now["usage"]["prompt_tokens"] - before
+        assert now["timings"]["cache_n"] >= before - 16, (name, now["timings"], before)  # its own prefix, kept
+        assert now["timings"]["prompt_n"] <= added + 16, (name, now["timings"], added)  # only what its step added
