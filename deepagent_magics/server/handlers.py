@@ -4,6 +4,12 @@ Every handler is a Jupyter Server `APIHandler` behind the server's own authentic
 (``@web.authenticated``: no valid token, 403) and authorizer (``@authorized`` on the
 ``deepagent`` resource). Workspaces are folders under the server's root: a path outside
 it is refused (403). Errors are JSON ``{"message": ...}`` with 400, 403, 404 or 409.
+
+A browser is a caller too. The handlers keep Jupyter Server's checks for a request its login
+cookie authenticates (the ``_xsrf`` token on anything that changes state, an ``Origin`` of the
+server's own, a ``Host`` of the loopback's); only the explicit token skips them. That token goes
+in a header: in a URL (``?token=``) it would stay in histories, proxies' logs and ``Referer``
+headers, so such a request is refused (400) before it is read.
 """
 
 from __future__ import annotations
@@ -32,6 +38,17 @@ IDLE_END = 30.0  # a log that has not grown this long, of a run no live kernel o
 
 class RunsAPIHandler(APIHandler):
     auth_resource = "deepagent"
+
+    async def prepare(self) -> None:
+        if "token" in self.request.query_arguments:
+            raise web.HTTPError(400, "send the server's token in a header ('Authorization: token ...'), "
+                                     "not in the URL")
+        await super().prepare()
+
+    def _request_summary(self) -> str:
+        """Tornado's summary of the request in its log lines (an error's too), without the query string."""
+        query = "?..." if self.request.query else ""
+        return f"{self.request.method} {self.request.path}{query} ({self.request.remote_ip})"
 
     @property
     def launcher(self) -> Launcher:
