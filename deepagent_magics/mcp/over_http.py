@@ -4,16 +4,25 @@ Over stdio only the process that started the server can talk to it. Over HTTP an
 could send ``initialize`` and ``tools/call run_task`` and so run agent code as the server's user;
 so every HTTP request must carry ``Authorization: Bearer <token>``, else 401 before the MCP layer
 sees it. The token is the ``DEEPAGENT_MCP_TOKEN`` environment variable, or one made at start and
-shown once, on stderr. The SDK's own DNS-rebinding protection (allowed Host and Origin headers)
-stays on for a loopback address.
+shown once, on stderr.
+
+A web page is another caller: it cannot read the token, but it can point a request at the port
+(a page on another origin, or a DNS name rebound to 127.0.0.1). The SDK's own transport security
+refuses those on every bind address: the ``Host`` header must be one of the names this server is
+reached by, with its port (421 otherwise), and an ``Origin`` header, when a browser sends one, must
+be this server's own origin (403 otherwise; the SDK's default would let any port of the loopback
+in). A query string never reaches the access log: a token pasted into a URL stays out of it.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
+import logging
 import os
+import re
 import secrets
+import socket
 import sys
 from typing import Any
 
@@ -62,7 +71,50 @@ class RequireToken:
         return scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), self.expected)
 
 
-def serve(app: Any, host: str, port: int) -> None:
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+EVERY_ADDRESS = ("0.0.0.0", "::", "")
+
+
+def allowed_hosts(host: str, port: int, extra: tuple[str, ...] = ()) -> list[str]:
+    """The ``Host`` header values a request may carry: the names this server is reached by, with its port.
+
+    On a loopback address, the loopback's names; on one other address, that address; on every address
+    (``0.0.0.0``), the loopback's names and this machine's; ``extra`` (``--allowed-host``) adds the names
+    a proxy or the network reaches it by (``name`` or ``name:port``)."""
+    names = list(LOOPBACK) if host in LOOPBACK or host in EVERY_ADDRESS else [host]
+    if host in EVERY_ADDRESS:
+        names += [socket.gethostname(), socket.getfqdn()]
+    hosts = [_with_port(name, port) for name in [*names, *extra]]
+    return list(dict.fromkeys(hosts))
+
+
+def _with_port(name: str, port: int) -> str:
+    if re.fullmatch(r"(\[[^\]]+\]|[^:\[\]]+):\d+", name):  # name:port or [v6]:port, as given
+        return name
+    bare = name.strip("[]")
+    return f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"
+
+
+def transport_security(host: str, port: int, extra: tuple[str, ...] = ()) -> Any:
+    """The SDK's DNS-rebinding protection, on for any address: those hosts, and their own origins only."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    hosts = allowed_hosts(host, port, extra)
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+                                     allowed_origins=[f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")])
+
+
+class NoQueryInAccessLog(logging.Filter):
+    """uvicorn's access line without the query string (``/mcp?token=...`` is logged as ``/mcp?...``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str) and "?" in args[2]:
+            record.args = (*args[:2], args[2].split("?", 1)[0] + "?...", *args[3:])
+        return True
+
+
+def serve(app: Any, host: str, port: int, extra_hosts: tuple[str, ...] = ()) -> None:
     """Serve the MCP server ``app`` (an `MCPServer`) over streamable HTTP at ``http://host:port/mcp``."""
     import anyio
     import uvicorn
@@ -74,6 +126,8 @@ def serve(app: Any, host: str, port: int) -> None:
     if made:  # shown once; a client sends it with each request
         print(f"deepagent-mcp: this server's token (send it as 'Authorization: Bearer <token>'; set {TOKEN_ENV} "
               f"to choose it): {token}", file=sys.stderr, flush=True)
-    asgi = RequireToken(app.streamable_http_app(host=host), token)
+    asgi = RequireToken(app.streamable_http_app(host=host, transport_security=transport_security(host, port, extra_hosts)),
+                        token)
     config = uvicorn.Config(asgi, host=host, port=port, log_level=app.settings.log_level.lower())
+    logging.getLogger("uvicorn.access").addFilter(NoQueryInAccessLog())  # after Config: it sets up uvicorn's logging
     anyio.run(uvicorn.Server(config).serve)

@@ -77,12 +77,12 @@ def summary(record: dict[str, Any]) -> dict[str, Any]:
 
 def build_server(root: str | os.PathLike = ".", lm: Any = None, lm_factory: Callable[[], Any] | None = None,
                  allowed_lms: tuple[str, ...] = (), max_iters: int = MAX_ITERS, max_tasks: int = MAX_LIVE,
-                 max_task_ttl_ms: int = MAX_TTL_MS, **agent_settings: Any) -> MCPServer:
+                 max_task_ttl_ms: int = MAX_TTL_MS, log_level: str = "INFO", **agent_settings: Any) -> MCPServer:
     """The server; a client's ``lm`` must be one of ``allowed_lms``, its ``max_iters`` at most ``max_iters``;
     ``run_task`` also runs as an MCP task (`task_protocol`), at most ``max_tasks`` live at once."""
     workspaces = Workspaces(root)
     tasks = McpTasks(max_live=max_tasks, max_ttl_ms=max_task_ttl_ms)
-    app = MCPServer("deepagent", instructions=INSTRUCTIONS, lifespan=tasks.lifespan)
+    app = MCPServer("deepagent", instructions=INSTRUCTIONS, lifespan=tasks.lifespan, log_level=log_level)
     tasks.install(app)
     most = max_iters
     allowed = tuple(dict.fromkeys(allowed_lms))
@@ -175,6 +175,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on over HTTP (default: loopback only)")
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--allowed-host", dest="allowed_hosts", action="append", default=[], metavar="NAME[:PORT]",
+                        help="over HTTP, a name clients reach the server by besides its address (repeatable): "
+                             "another Host header, or Origin, is refused")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
     args = parser.parse_args(argv)
     for name in ("max_iters", "max_depth"):  # the bounds of the table (--max-iters: of what a client may ask)
         try:
@@ -193,10 +197,11 @@ def main(argv: list[str] | None = None) -> None:
     factory = load_factory(args.lm_factory) if args.lm_factory else None
     app = build_server(args.root, lm=args.lm, lm_factory=factory, allowed_lms=tuple(args.allowed_lms),
                        max_iters=args.max_iters, max_tasks=args.max_tasks,
-                       max_task_ttl_ms=int(args.max_task_ttl * 1000), max_depth=args.max_depth)
+                       max_task_ttl_ms=int(args.max_task_ttl * 1000), max_depth=args.max_depth,
+                       log_level=args.log_level)
     if args.transport == "stdio":
         app.run("stdio")
     else:
         from .over_http import serve
 
-        serve(app, args.host, args.port)
+        serve(app, args.host, args.port, tuple(args.allowed_hosts))
