@@ -47,6 +47,7 @@ from .kernel_side import (
     make_submit,
     split_trailing_expression,
 )
+from .deferred import Deferred, settle_deferred
 from .guards import exit_error, guarded
 from .provenance import DEFAULT_UNDO_LIMIT, Tracker, is_ipython_name, is_scratch, scratch_prefix
 from .runtime_checks import host as runtime_checks
@@ -111,6 +112,8 @@ class ShellInterpreter(StepInterpreter):
             self._before = dict(self.namespace)  # references only: no copies of the data
             self._tracker = Tracker(self.run, self.namespace, self._before, self.undo_limit)
             self._cwd_before = working_directory.at_start(self.cwd)
+            workspace = self.run.config.get("workspace") if self.run is not None else None
+            self._deferred = Deferred(self.shell, workspace or self.cwd)  # what its code leaves to run later
         budget = spend.budget_of(self.run)
         if budget is not None and budget.capped and not self._lm_calls_held:
             lm_calls.held.acquire()  # the agent's own lm() calls, from any of its threads, meet the caps
@@ -147,6 +150,7 @@ class ShellInterpreter(StepInterpreter):
                 self.run.reverted.update(self.reverted)
             if (moved := _guarded(failures, working_directory.restore, self._cwd_before)) and self.run is not None:
                 self.run.config["moved_cwd"] = moved
+            _guarded(failures, settle_deferred, self._deferred, self.run)
         if failures:
             log.warning("deepagent: restoring the namespace after the run met %d error(s), the first: %r",
                         len(failures), failures[0])

@@ -24,6 +24,7 @@ from ..core.loop.profiles import available_profiles
 from ..core.run.run import Run
 from ..core.run.session import NamespaceBusy
 from ..display import show_result, show_run
+from ..interpreters import deferred
 from ..settings import agent_keywords, for_kernels
 from ..tuning import programs
 from . import agents, changes, followup, gateway_settings, setting_flags
@@ -135,6 +136,8 @@ class DeepAgentMagics(SettingTraits):
         if run.reverted:
             names = ", ".join(sorted(run.reverted))
             print(f"deepagent: restored your variables {names}; the agent's values are in _deepagent_run.reverted")
+        if run.config.get("deferred"):
+            print(deferred.summary(run.config["deferred"]))
         changes.summarize(run)
         if run.result is not None and not getattr(view, "shows_result", False) and run.status != "stopped":
             show_result(run.result, run.extracted)
