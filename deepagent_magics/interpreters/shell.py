@@ -47,7 +47,7 @@ from .kernel_side import (
     make_submit,
     split_trailing_expression,
 )
-from .deferred import Deferred, settle_deferred
+from .runtime_checks.deferred import Deferred, settle_deferred
 from .guards import exit_error, guarded
 from .provenance import DEFAULT_UNDO_LIMIT, Tracker, is_ipython_name, is_scratch, scratch_prefix
 from .runtime_checks import host as runtime_checks

@@ -24,7 +24,7 @@ from ..core.loop.profiles import available_profiles
 from ..core.run.run import Run
 from ..core.run.session import NamespaceBusy
 from ..display import show_result, show_run
-from ..interpreters import deferred
+from ..interpreters.runtime_checks import deferred
 from ..settings import agent_keywords, for_kernels
 from ..tuning import programs
 from . import agents, changes, followup, gateway_settings, setting_flags

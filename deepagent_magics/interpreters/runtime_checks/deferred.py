@@ -33,14 +33,15 @@ import types
 import weakref
 from typing import Any
 
-from ..core.policy import approval
+from ...core.policy import approval
 
 _MISSING = object()
 STEP_PREFIX = "<agent step"
-PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 SYS_HOOKS = ("excepthook", "unraisablehook", "breakpointhook", "displayhook")
 SHELL_LISTS = ("input_transformers_cleanup", "input_transformers_post", "ast_transformers")
 NAME_LENGTH = 80
+_TYPE_NAME = type.__dict__["__name__"].__get__  # a class's own name, whatever its metaclass says
 SHOWN = 6  # entries named in the cell's line (the record has all)
 
 
@@ -89,7 +90,7 @@ class Origin:
         """A plain function, or an object of a class whose methods all come from library files, with nothing
         of the agent's bound to it."""
         if type(thing) is types.FunctionType:
-            return thing.__closure__ is None and self.library_file(thing.__code__.co_filename)
+            return thing.__closure__ is None and (self.library_file(thing.__code__.co_filename) or _frozen(thing))
         kind = thing if isinstance(thing, type) else type(thing)
         if type(kind) is not type:
             return False
@@ -97,6 +98,13 @@ class Origin:
                    if isinstance(value, (types.FunctionType, classmethod, staticmethod))]
         return bool(methods) and all(type(value) is types.FunctionType and value.__closure__ is None and self.library_file(value.__code__.co_filename)
                                      for value in methods)
+
+
+def _frozen(function: types.FunctionType) -> bool:
+    """A function of a frozen standard-library module (``os.path.join``), found there under its own name."""
+    filename = function.__code__.co_filename
+    module = sys.modules.get(filename[len("<frozen "):-1]) if filename.startswith("<frozen ") else None
+    return module is not None and vars(module).get(function.__name__) is function
 
 
 def host_owned(thing: Any) -> bool:
@@ -109,12 +117,12 @@ def name_of(thing: Any) -> str:
     """A short name for the record and the line, read without running any of the agent's code."""
     if isinstance(thing, (types.FunctionType, types.BuiltinFunctionType)):
         text = f"{thing.__module__ or ''}.{thing.__qualname__}".lstrip(".")
-    elif isinstance(thing, types.MethodType):
-        text = f"{type(thing.__self__).__name__}.{thing.__func__.__name__}"
+    elif isinstance(thing, types.MethodType) and type(thing.__func__) is types.FunctionType:
+        text = f"{_TYPE_NAME(type(thing.__self__))}.{thing.__func__.__name__}"
     elif isinstance(thing, type):
-        text = f"class {type.__getattribute__(thing, '__qualname__')}"
+        text = f"class {_TYPE_NAME(thing)}"
     else:
-        text = f"{type(thing).__qualname__} object"
+        text = f"{_TYPE_NAME(type(thing))} object"
     text = "".join(char if char.isprintable() else "?" for char in str.__str__(text))
     return text[:NAME_LENGTH]
 
