@@ -141,7 +141,7 @@ def test_import_hooks_are_taken_out_and_replaced_lists_put_back(ip, marker):
     assert not marker.exists()
 
 
-def test_ipython_events_transformers_and_exception_handlers_go(ip, marker):
+def test_ipython_events_transformers_and_exception_handlers_go(ip, marker, capsys):
     callbacks = {event: list(each) for event, each in ip.events.callbacks.items()}
     run = run_steps(ip, f"""
         shell = get_ipython()
@@ -157,7 +157,9 @@ def test_ipython_events_transformers_and_exception_handlers_go(ip, marker):
                 return node
         shell.ast_transformers.append(Spy())
         shell.set_custom_exc((ZeroDivisionError,), lambda *a, **k: open({str(marker)!r}, 'a').write('exc'))
+        shell.showtraceback = {writer(marker)}
     """)
+    assert "removed what the agent's code left to run later" in capsys.readouterr().out
     assert {event: list(each) for event, each in ip.events.callbacks.items()} == callbacks
     ip.run_cell("x_after = 1")
     ip.run_cell("1 / 0")
@@ -192,7 +194,7 @@ def test_patched_and_added_builtins_are_put_back(ip):
     assert {"builtins.help", "builtins.planted", "builtins.copyright (deleted)"} <= set(run.config["deferred"]["removed"])
 
 
-def test_a_timer_is_cancelled_and_a_running_thread_is_named(ip, marker):
+def test_a_timer_is_cancelled_and_a_running_thread_is_named(ip, marker, workspace):
     run = run_steps(ip, f"""
         import threading
         stop = threading.Event()
@@ -210,6 +212,8 @@ def test_a_timer_is_cancelled_and_a_running_thread_is_named(ip, marker):
     removed = run.config["deferred"]["removed"]
     assert any("Timer" in entry and "cancelled" in entry for entry in removed), removed
     assert any("left-behind" in entry for entry in removed), removed
+    (record,) = (workspace / ".deepagent" / "runs").glob(f"{run.id}.json")
+    assert "left-behind" in record.read_text()
 
 
 def test_without_approval_it_is_kept_and_named(ip, marker, capsys):
