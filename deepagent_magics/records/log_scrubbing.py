@@ -4,7 +4,7 @@ DSPy (``dspy``, ``dspy.*``, its vendored lm15 client under ``dspy._vendor.lm15``
 (``LiteLLM``, ``LiteLLM Router``, ``LiteLLM Proxy``) and the HTTP clients (``httpx``,
 ``httpcore.*``) log what they see: an authentication error that quotes the key, a debug line
 with the request's headers, the REPL output RLM logs at INFO. While the extension is loaded,
-and while a `DeepAgent` run works without IPython, a `LibraryScrubFilter` sits on each of those
+and while a `DeepAgent` run works without IPython, a `LibraryScrubFilter` sits first on each of those
 loggers and passes every record through the scrubber run records use (`core.run.secrets.scrub`):
 the message with its arguments, the traceback text, the stack text.
 
@@ -102,10 +102,18 @@ class _RecordFactory:
     def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
         record = self.previous(*args, **kwargs)
         if _holders and in_families(getattr(record, "name", "")):
-            logger = logging.getLogger(record.name)
-            if FILTER not in logger.filters:
-                logger.addFilter(FILTER)  # Logger.handle runs it on this very record next
+            _put_first(logging.getLogger(record.name))  # Logger.handle runs it on this very record next
         return record
+
+
+def _put_first(logger: logging.Logger) -> None:
+    """The filter goes before any other filter of ``logger``: another library's filter (LiteLLM puts its
+    own redaction on ``httpx``) sees the record scrubbed, and every record is scrubbed the same way
+    whichever library was imported first."""
+    if not logger.filters or logger.filters[0] is not FILTER:
+        if FILTER in logger.filters:
+            logger.removeFilter(FILTER)
+        logger.filters.insert(0, FILTER)
 
 
 _factory: _RecordFactory | None = None  # ours, while it is in logging's chain
@@ -114,8 +122,7 @@ _factory: _RecordFactory | None = None  # ours, while it is in logging's chain
 def _attach() -> None:
     global _factory
     for logger in _library_loggers():
-        if FILTER not in logger.filters:
-            logger.addFilter(FILTER)
+        _put_first(logger)
     if _factory is None:
         _factory = _RecordFactory(logging.getLogRecordFactory())
         logging.setLogRecordFactory(_factory)

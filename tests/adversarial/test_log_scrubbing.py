@@ -183,6 +183,39 @@ def test_a_library_logger_created_by_agent_code_is_scrubbed_in_the_run(ip, secre
     assert captured.text and not leaks(captured.text, TOKEN), captured.text
 
 
+class Peek(logging.Filter):
+    """Another library's filter on the same logger (LiteLLM puts its own redaction on ``httpx``): what it sees."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen: list[str] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.seen.append(record.getMessage())
+        return True
+
+
+@pytest.mark.parametrize("made", ["before loading", "after loading"])
+def test_a_filter_another_library_put_on_the_logger_first_sees_the_record_scrubbed(ip, secrets, capture, made):
+    """Ours runs first whatever was imported first, so no other filter reads a secret and every record says
+    ``[REDACTED]`` the same way (in CI, LiteLLM's own ``REDACTED`` won when LiteLLM was imported first)."""
+    name = f"httpx.peeked_{made.replace(' ', '_')}"
+    peek = Peek()
+    if made == "before loading":  # the logger and the other filter exist when the extension loads
+        deepagent_magics.unload_ipython_extension(ip)
+        logging.getLogger(name).addFilter(peek)
+        deepagent_magics.load_ipython_extension(ip)
+    else:  # made since: our filter joins it at its first record (the record factory)
+        logging.getLogger(name).addFilter(peek)
+    captured = capture(name)
+    try:
+        captured.logger.debug("headers: %s", [("Authorization", f"Bearer {BEARER}")])
+    finally:
+        captured.logger.removeFilter(peek)
+    assert peek.seen and not leaks(peek.seen[0], BEARER), peek.seen
+    assert "[REDACTED]" in peek.seen[0] and "[REDACTED]" in captured.text, captured.text
+
+
 def test_the_filter_is_removed_on_unload_and_back_on_load(ip, secrets, capture):
     deepagent_magics.unload_ipython_extension(ip)
     try:
