@@ -4,7 +4,8 @@ Over stdio only the process that started the server can talk to it. Over HTTP an
 could send ``initialize`` and ``tools/call run_task`` and so run agent code as the server's user;
 so every HTTP request must carry ``Authorization: Bearer <token>``, else 401 before the MCP layer
 sees it. The token is the ``DEEPAGENT_MCP_TOKEN`` environment variable, or one made at start and
-shown once, on stderr.
+written to a file only its user can read, in Jupyter's runtime folder (stderr names the file,
+never the token: stderr ends up in logs), removed when the server stops.
 
 A web page is another caller: it cannot read the token, but it can point a request at the port
 (a page on another origin, or a DNS name rebound to 127.0.0.1). The SDK's own transport security
@@ -22,8 +23,10 @@ import logging
 import os
 import re
 import secrets
+import signal
 import socket
 import sys
+from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
@@ -123,11 +126,36 @@ def serve(app: Any, host: str, port: int, extra_hosts: tuple[str, ...] = ()) -> 
         token, made = server_token()
     except TokenError as exc:
         raise SystemExit(f"deepagent-mcp: {exc}") from None
-    if made:  # shown once; a client sends it with each request
-        print(f"deepagent-mcp: this server's token (send it as 'Authorization: Bearer <token>'; set {TOKEN_ENV} "
-              f"to choose it): {token}", file=sys.stderr, flush=True)
+    kept = write_token_file(token, port) if made else None
+    if kept:
+        print(f"deepagent-mcp: this server's token is in {kept} (readable by you only; send it as "
+              f"'Authorization: Bearer <token>'; set {TOKEN_ENV} to choose it)", file=sys.stderr, flush=True)
     asgi = RequireToken(app.streamable_http_app(host=host, transport_security=transport_security(host, port, extra_hosts)),
                         token)
     config = uvicorn.Config(asgi, host=host, port=port, log_level=app.settings.log_level.lower())
     logging.getLogger("uvicorn.access").addFilter(NoQueryInAccessLog())  # after Config: it sets up uvicorn's logging
-    anyio.run(uvicorn.Server(config).serve)
+    if kept:  # uvicorn re-raises a SIGTERM once it has shut down: exit through the `finally` below
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    try:
+        anyio.run(uvicorn.Server(config).serve)
+    finally:
+        if kept:
+            kept.unlink(missing_ok=True)
+
+
+def token_file(port: int) -> Path:
+    """Where a made token is kept: Jupyter's runtime folder, beside its servers' own files."""
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    return Path(jupyter_runtime_dir()) / f"deepagent-mcp-{port}.token"
+
+
+def write_token_file(token: str, port: int) -> Path:
+    """``token`` in `token_file`, created for its user alone (0600, in a 0700 folder; a link there is refused)."""
+    path = token_file(port)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)  # one left by a server that was killed
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(token + "\n")
+    return path

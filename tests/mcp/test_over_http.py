@@ -44,3 +44,16 @@ def test_a_request_without_the_bearer_token_gets_401_and_goes_no_further():
     assert reached == []
     call(app, [(b"Authorization", b"bearer right-token-0123456789")])
     assert len(reached) == 1
+
+
+def test_the_allowed_hosts_are_the_servers_names_with_its_port():
+    from deepagent_magics.mcp.over_http import allowed_hosts, transport_security
+
+    assert allowed_hosts("127.0.0.1", 8765) == ["127.0.0.1:8765", "localhost:8765", "[::1]:8765"]
+    assert allowed_hosts("10.0.0.5", 80, ("proxy.example", "[fe80::1]", "name.example:443")) == [
+        "10.0.0.5:80", "proxy.example:80", "[fe80::1]:80", "name.example:443"]
+    every = allowed_hosts("0.0.0.0", 9000)
+    assert "localhost:9000" in every and len(every) >= 4 and all(host.endswith(":9000") for host in every)
+    security = transport_security("127.0.0.1", 8765)
+    assert security.enable_dns_rebinding_protection and not any("*" in o for o in security.allowed_origins)
+    assert "http://127.0.0.1:8765" in security.allowed_origins

@@ -38,7 +38,8 @@ def params(tmp_path):
     (tmp_path / "lm_factory_for_test.py").write_text(FACTORY)
     root = tmp_path / "root"
     root.mkdir()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])),
+               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
     return root, StdioServerParameters(
         command=sys.executable,
         args=["-m", "deepagent_magics.mcp", "--root", str(root), "--lm-factory", "lm_factory_for_test:make",
@@ -142,7 +143,8 @@ def test_a_client_cannot_pick_any_model_nor_any_number_of_steps(params):
 def http_server(tmp_path, root, *extra, token=None):
     """``deepagent-mcp --transport streamable-http`` as a process: (context manager, url, log path)."""
     port = free_port()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])),
+               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
     env.pop("DEEPAGENT_MCP_TOKEN", None)
     if token is not None:
         env["DEEPAGENT_MCP_TOKEN"] = token
@@ -200,17 +202,21 @@ def test_over_http_every_request_needs_the_token(params, tmp_path):
     assert token not in log.read_text()  # taken from the environment: never printed
 
 
-def test_over_http_without_a_token_in_the_environment_one_is_made_and_shown_once(params, tmp_path):
+def test_over_http_without_a_token_in_the_environment_one_is_made_and_kept_in_a_file_only_you_read(params, tmp_path):
     root, _ = params
     context, url, log = http_server(tmp_path, root)
     with context:
         shown = [line for line in log.read_text().splitlines() if "Bearer" in line]
         assert len(shown) == 1, log.read_text()
-        token = shown[0].rsplit(" ", 1)[-1]
+        kept = tmp_path / "runtime" / f"deepagent-mcp-{url.split(':')[2].split('/')[0]}.token"
+        assert str(kept) in shown[0]
+        assert kept.stat().st_mode & 0o777 == 0o600
+        token = kept.read_text().strip()
         assert len(token) >= 32
         assert raw_initialize(url, {}) == 401
         assert raw_initialize(url, {"Authorization": f"Bearer {token}"}) == 200
-    assert log.read_text().count(token) == 1
+    assert token not in log.read_text()  # stderr names the file, never the token
+    assert not kept.exists()  # removed when the server stops
 
 
 def test_over_http_it_listens_on_the_loopback_only_by_default():
