@@ -46,7 +46,7 @@ def run(config: Config) -> dict[str, Any]:
     steps = 10 if config.smoke else 50
     marks = sorted({min(5, steps), steps // 2, steps}) if config.smoke else [5, 25, 50]
     script = actions(steps)
-    at = 400 if config.smoke else COMPACT_AT
+    at = 300 if config.smoke else COMPACT_AT  # the smoke run's 10 steps pass it once
     plays = {"DeepAgent.run, compaction off": _play(script, 0),
              f"DeepAgent.run, compaction at {at:,} tokens of history": _play(script, at)}
     lang = None

@@ -51,10 +51,10 @@ Step = Mapping[str, str] | tuple[str, str] | str
 ACTION_FIELDS = {"reasoning", "code"}
 _OUTPUT_FIELDS = re.compile(r"Your output fields are:\n(.*?)(?:\n\n|All interactions)", re.S)
 _FIELD_NAME = re.compile(r"^\d+\. `(\w+)`", re.M)
-_ACTION_FORM = re.compile(r"\[\[ ## reasoning ## \]\]\n\{[^\n]*\}\n\n\[\[ ## code ## \]\]\n\{")
+_ACTION_FORM = re.compile(r"\[\[ ## reasoning ## \]\]\n\{[^\n]*\}\n\n?\[\[ ## code ## \]\]\n\{")
 _TASK = re.compile(r"\[\[ ## task ## \]\]\n(.*?)(?:\n\n\[\[ ## |\Z)", re.S)
 _TASK_VARIABLE = re.compile(r"Variable: `task`.*?Preview:\n\s*```\n(.*?)\n\s*```", re.S)
-SECTION_HEADS = ("Task (`task`):", "Context (`context`):", "Variables (already defined: use them by name):")  # inputs_view's
+SECTION_HEADS = ("Task (`task`):", "Context (`context`):", "Variables in scope:")  # inputs_view's
 _TASK_SECTION = re.compile(  # the request's own view of the inputs (core.loop.inputs_view: same heads)
     re.escape(SECTION_HEADS[0]) + r"\n(.*?)(?=\n\n(?:" + re.escape(SECTION_HEADS[1]) + "|"
     + re.escape(SECTION_HEADS[2]) + r"|\[\[ ## )|\Z)", re.S)

@@ -26,7 +26,7 @@ RULE = "Catalogue codes are always written in upper case, with a dash between th
 
 def _agent(request: ScriptedRequest) -> tuple[str, str]:
     upper = "upper case" in request.system.lower()
-    if "=== Step 1 ===" not in request.user:
+    if "[[ ## repl_history ## ]]\nStep 1." not in request.user:  # no step yet (core.model.compaction.Steps)
         return ("Find the item name in the task first.", "raw = task.split(\"'\")[1]\nprint(repr(raw))")
     if upper:
         return ("The instructions say catalogue codes are upper case.", "SUBMIT(result=raw.replace(' ', '-').upper())")

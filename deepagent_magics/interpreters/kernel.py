@@ -56,11 +56,9 @@ INTERRUPT_GRACE = 3.0  # seconds an interrupted kernel gets before it is killed
 _MISSING = object()
 
 KERNEL_EXECUTION_INSTRUCTIONS = (
-    "Code runs in a fresh Jupyter kernel of your own: there is no notebook here, and your parent's variables "
-    "are not defined. The current directory is the shared workspace. Variables persist between your steps; "
-    "a bare expression on the last line is echoed. Your parent gets what you SUBMIT as data (a dict stays a "
-    "dict, a list a list; what JSON cannot carry arrives as text) and the files you write. A step may run "
-    "{timeout:g} s."
+    "Code runs in a Jupyter kernel of your own, in the shared workspace; your parent's variables are not defined "
+    "there. Your variables persist between steps. Your parent gets your files "
+    "and what you SUBMIT, as data (a dict stays a dict; the rest as text). A step may run {timeout:g} s."
 )
 
 

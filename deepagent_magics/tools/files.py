@@ -30,14 +30,14 @@ def _should_stop(session: Any) -> Callable[[], bool] | None:
 
 @tool
 def ls(path: str = ".") -> str:
-    """List a workspace folder."""
+    """List a folder."""
     session = _session.current()
     return session.workspace.ls(path, should_stop=_should_stop(session))
 
 
 @tool
 def read_file(path: str, offset: int = 0, limit: int = 2000) -> str:
-    """A workspace text file as numbered lines.
+    """A text file as numbered lines.
 
     Lines from offset+1, at most ``limit`` of them.
 
@@ -67,7 +67,7 @@ def _memory_hint() -> Iterator[None]:
 
 @tool
 def write_file(path: str, content: str) -> str:
-    """Create or replace a workspace text file (`content`: a str).
+    """Create or replace a text file (`content`: a str).
 
     The file is replaced atomically and its parent folders are created. ``content`` must be text:
     bytes, a DataFrame or another object is refused with an Error that says how to write it."""
@@ -81,7 +81,9 @@ def write_file(path: str, content: str) -> str:
 
 @tool
 def edit_file(path: str, old: str, new: str, replace_all: bool = False) -> str:
-    """Replace text `old`, found once (unless replace_all), with `new`."""
+    """Replace `old` with `new`.
+
+    ``old`` must be found once, unless ``replace_all``."""
     session = _session.current()
     _writable(session, path)
     with _memory_hint():
@@ -97,7 +99,7 @@ def glob(pattern: str) -> list[str]:
 
 @tool
 def grep(pattern: str, path: str = ".", glob: str | None = None) -> str:
-    """Regex search of workspace files; one 'file:line: text' per match.
+    """Regex search; one 'file:line: text' per match.
 
     The expression is RE2 syntax (no backreferences or lookarounds); the matches are capped.
     ``glob`` filters the file names searched, e.g. '*.py'."""

@@ -29,5 +29,5 @@ def history_tools() -> list[Callable[..., Any]]:
     return [history]
 
 
-HISTORY = Capability("history", tools=[history], lines={"history": ToolLine(order=85, brief=True)},  # used rarely
+HISTORY = Capability("history", tools=[history], lines={"history": ToolLine(order=85, brief=True, listed=False)},  # used rarely
                      notes={COMPACTED: "history() returns every step in full"})

@@ -88,10 +88,7 @@ def listing(skills: list[Skill], task: str = "") -> str:
     skills most relevant to ``task`` first (`ranked`); past it the rest by name, then how many more there are."""
     if not skills:
         return ""
-    lines = ["## Skills",
-             "Each skill is a folder of instructions (and files) for one kind of work. Before doing work a "
-             "skill covers, read it: `print(read_skill(\"NAME\"))`, then the files it mentions with "
-             "`read_skill(\"NAME\", \"path/in/skill\")`."]
+    lines = ["## Skills (before work a skill covers: `print(read_skill(\"NAME\"))`)"]
     named, used = [], 0
     for skill in ranked(skills, task)[:LISTED]:
         line = f"- {skill.name}: {' '.join(skill.description.split())}"
@@ -121,5 +118,6 @@ def ranked(skills: list[Skill], task: str) -> list[Skill]:
 
 
 SKILLS = Capability("skills", tools=[list_skills, read_skill], instructions=offer_skills,
-                    lines={"list_skills": ToolLine(order=90, brief=True),  # used rarely: last
-                           "read_skill": ToolLine(order=90, beside="list_skills", brief=True)})
+                    # said with the skills a run has (`listing`), not in the tool list
+                    lines={"list_skills": ToolLine(order=90, brief=True, listed=False),
+                           "read_skill": ToolLine(order=90, beside="list_skills", brief=True, listed=False)})

@@ -95,7 +95,7 @@ def test_a_cell_delegates_to_a_type_defined_in_a_cell_whose_tool_runs_in_the_not
         assert shell.user_ns["cheap"].requests  # the type's LM drove the sub-agent
         assert not any("TALLY-CHILD: tally five" in r["user"] and "TALLY-ROOT" not in r["user"]
                        for r in shell.user_ns["main"].requests)
-        root_prompt = shell.user_ns["main"].requests[0]["system"]
+        root_prompt = shell.user_ns["main"].requests[0]["user"]  # what the run has
         assert "- tallier: keeps the tally (tools: tally, atally)" in root_prompt
     finally:
         stop_default_pool()

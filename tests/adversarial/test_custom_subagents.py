@@ -87,7 +87,7 @@ def test_root_delegates_to_a_user_type_whose_tool_runs_on_the_host_with_the_type
     assert child.profile == "counter" and child.status == "finished"
     calls = [e.data for e in events if e.kind == "tool_call" and e.run is child]
     assert [c["name"] for c in calls if c["name"] == "bump"] == ["bump", "bump"]  # recorded on the sub-agent's run
-    root_prompt = root_lm.requests[0]["system"]
+    root_prompt = root_lm.requests[0]["user"]  # what the run has
     assert "- counter: counts things on the host with bump()" in root_prompt  # the root's prompt lists it
     assert "- coder:" in root_prompt  # and the packaged kinds
 

@@ -57,7 +57,7 @@ def test_a_skill_is_listed_in_the_prompt_and_read_on_demand(dirs):
         ("Done.", "SUBMIT(result='\\n'.join([a, b, c, d]))")])
     run = DeepAgent(lm=lm, workspace=workspace, max_depth=0).run("Clean the CSV", namespace={})
     assert run.status == "finished", run.error
-    first = lm.requests[0]["system"]
+    first = lm.requests[0]["system"] + "\n" + lm.requests[0]["user"]
     assert "- csv-cleanup: Clean messy CSV exports: dates, separators." in first
     assert "- house-style: Write reports in the house style." in first
     assert BODY not in first and "USER-WIDE-STYLE-GUIDE" not in first  # names and descriptions only
@@ -76,7 +76,7 @@ def test_a_whole_description_reaches_the_model_up_to_the_specs_limit(dirs):
     make_skill(workspace / "skills", "compare-two-groups", description)
     lm = ScriptedLM([("Done.", "SUBMIT(result='ok')")])
     DeepAgent(lm=lm, workspace=workspace, max_depth=0).run("Compare two groups", namespace={})
-    assert f"- compare-two-groups: {description}\n" in lm.requests[0]["system"] + "\n"  # whole, "Use when..." kept
+    assert f"- compare-two-groups: {description}\n" in lm.requests[0]["user"] + "\n"  # whole, "Use when..." kept
 
 
 def test_fifty_skills_cost_a_bounded_listing_ranked_by_the_task_never_a_cut_sentence(dirs):
@@ -89,7 +89,7 @@ def test_fifty_skills_cost_a_bounded_listing_ranked_by_the_task_never_a_cut_sent
     lm = ScriptedLM([("Count.", "n = len(list_skills())\nprint(n)"), ("Done.", "SUBMIT(result=str(n))")])
     run = DeepAgent(lm=lm, workspace=workspace, max_depth=0).run("Reconcile the invoices of March", namespace={})
     assert run.result == "51"
-    first = lm.requests[0]["system"]
+    first = lm.requests[0]["system"] + "\n" + lm.requests[0]["user"]
     described = [line for line in first.splitlines() if re.match(r"- [a-z0-9-]+: ", line)]
     assert described[0].startswith("- zz-invoices: Reconcile") and described[0].endswith("Use when asked about invoices.")
     assert all(line.endswith("Use when it fits.") for line in described[1:])  # whole, or not described at all
@@ -227,6 +227,6 @@ def test_a_sub_agent_reads_a_user_wide_skill_from_its_own_kernel(dirs):
         run = DeepAgent(lm=lm, workspace=workspace, pool=pool, timeout=60).run("SKILL-ROOT: go", namespace={})
     assert run.status == "finished", run.error
     assert "USER-WIDE-STYLE-GUIDE" in run.result
-    child_prompt = [r["system"] for r in lm.requests if "SKILL-CHILD" in r["user"]][0]
+    child_prompt = [r["system"] + r["user"] for r in lm.requests if "SKILL-CHILD" in r["user"]][0]
     assert "- house-style: Write reports in the house style." in child_prompt
     assert os.path.isdir(user)

@@ -71,7 +71,7 @@ def test_a_run_given_a_working_directory_runs_every_step_there_and_says_so(here,
     seen = []
 
     def policy(request):
-        seen.append(request.system)
+        seen.append(request.user)  # what the run has: said in each request
         if len(seen) == 1:
             return ("Read the file.", "import os, pandas as pd\nprint(os.getcwd())\nprint(len(pd.read_csv('data.csv')))")
         return ("Done.", "SUBMIT(result='3')")
@@ -79,8 +79,7 @@ def test_a_run_given_a_working_directory_runs_every_step_there_and_says_so(here,
     run = DeepAgent(lm=ScriptedLM(policy), max_depth=0).run("count", namespace={}, workspace=workspace, cwd=workspace)
     assert run.status == "finished", run.error
     assert run.steps[0].output.splitlines() == [str(workspace), "3"]
-    assert f"The workspace is {workspace}: the file tools' paths are relative to it, and it is your working directory." \
-        in seen[0]
+    assert f"Workspace (working directory): {workspace}\n" in seen[0]
     assert os.getcwd() == str(here)
 
 

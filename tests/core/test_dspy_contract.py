@@ -101,7 +101,8 @@ def test_rlm_builds_its_action_signature_with_build_signatures_and_uses_it_as_is
     agent.run("anything", {})
     system = lm.requests[0]["system"]
     assert agent.prompt_instructions in system  # what was built is what was sent ...
-    assert f"The workspace is {workspace.resolve()}" in system  # ... with this run's own lines after it
+    # ... and what this run has (its workspace) is said in its request, so the system message is the agent's alone
+    assert f"Workspace: {workspace.resolve()}" in lm.requests[0]["user"] and str(workspace.resolve()) not in system
     assert "You are tasked with producing" not in system and "Additional tools available" not in system
 
 
@@ -111,7 +112,7 @@ def test_rlm_shows_the_variables_build_variables_returns_formatted_as_the_action
     lm = ScriptedLM([("Done.", "SUBMIT(result='ok')")])
     DeepAgent(lm=lm, workspace=workspace, max_depth=0).run("TASK-TEXT", {"x": 1})
     user = lm.requests[0]["user"]
-    assert user.startswith("[[ ## variables_info ## ]]\nTask (`task`):\nTASK-TEXT\n\nVariables (already")
+    assert user.startswith("[[ ## variables_info ## ]]\nTask (`task`):\nTASK-TEXT\n\nVariables in scope")
     assert "«" not in user and "Variable: `" not in user  # neither DSPy's list blobs nor RLM's previews
 
 

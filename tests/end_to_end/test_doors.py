@@ -127,6 +127,6 @@ def test_a_door_is_one_entry_and_an_unknown_one_is_one_line(tmp_path):
 @pytest.mark.parametrize("name", sorted(doors.DOORS))
 def test_every_door_says_where_code_runs_and_what_outlasts_the_run(name):
     rules = doors.door(name).repl_rules(60, "_tmp_")
-    assert rules.startswith("Code runs in ") and "`_tmp_`-prefixed" in rules and "60 s" in rules
+    assert rules.startswith("Code runs in ") and "start with `_tmp_`" in rules and "60 s" in rules
     said = doors.door(name)
     assert said.persists and ("notebook" not in said.where + said.persists or name == "notebook")

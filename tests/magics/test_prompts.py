@@ -12,7 +12,7 @@ from deepagent_magics.tuning import programs
 from deepagent_magics.core.loop.profiles import available_profiles
 from deepagent_magics.testing import ScriptedLM
 
-PACKAGED = "You are a deep agent: you solve the task in Python, one step at a time"
+PACKAGED = "You solve the task in Python, one step at a time"
 EDITED = "You are a pirate analyst. MARKER-PIRATE: answer like a pirate."
 
 
@@ -191,4 +191,4 @@ def test_last_shows_the_last_request_as_the_model_read_it(ip, capsys):
     sent = lm.requests[-1]
     assert sent["system"] in out and sent["user"] in out  # exactly what was sent, both messages
     assert f"{len(sent['system']) + len(sent['user']):,} characters" in out
-    assert "=== Step 1 ===" in out and "Say ok." in out and "- sales: list, 2 items" in out
+    assert "Step 1. Look." in out and "Say ok." in out and "- sales: list, 2 items" in out

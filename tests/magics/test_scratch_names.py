@@ -61,7 +61,7 @@ def test_the_scratch_prefix_the_prompt_gives_is_one_no_name_in_the_notebook_has(
     ip.user_ns["lm"] = lm = ScriptedLM([("Work.", "_tmp2_y = [1, 2]\ntotal = sum(_tmp2_y)"), ("Done.", "SUBMIT(result='3')")])
     ip.run_cell("%%deepagent --lm lm --max-depth 0\nAdd").raise_error()
     system = lm.requests[0]["system"]
-    assert "`_tmp2_`-prefixed variables (removed at the end)" in system and "`_tmp_`-prefixed" not in system
+    assert "Throwaway names start with `_tmp2_` (removed at the end)" in system and "`_tmp_`" not in system
     assert "_tmp2_y" not in ip.user_ns and ip.user_ns["total"] == 3 and ip.user_ns["_tmp_rows"] == "the user's own"
 
 

@@ -37,7 +37,7 @@ from .profiles import instructions_hash, load_profile
 from ..model.retries import RetryPolicy, with_retries
 from ..run.run import Listener, Run
 from ..run.stopping import StopRun
-from ..run.session import NamespaceBusy, Session, activate, claim, deactivate, release
+from ..run.session import NamespaceBusy, Session, activate, active as active_session, claim, deactivate, release
 from .subagent_types import check_types
 from ..policy.spend import CapReached, SpendBudget, check_caps
 from ..workspace.workspace import Workspace
@@ -51,8 +51,8 @@ INPUT_FIELDS = {
     "notebook_variables": "The notebook variables in scope by name: name, type, size and a short preview",
 }
 OUTPUT_FIELD = "result"
-ROOT_RESULT = "your answer in Markdown, naming the variables and files you made"
-SUB_RESULT = "what your parent gets, as data (a dict stays a dict, a list a list)"
+ROOT_RESULT = "your answer in Markdown, naming what you made"
+SUB_RESULT = "what your parent gets"
 JSONValue = str | dict | list | int | float | bool | None  # a sub-agent's result: kept as it was submitted
 
 
@@ -153,10 +153,13 @@ class DeepAgent(dspy.Module):
                          interpreter_factory=self.interpreter_factory(), **settings)
 
     def render_inputs(self, inputs: dict[str, Any]) -> str:
-        """What the request shows of a run's inputs (`inputs_view`); a sub-agent has no notebook variables."""
+        """What the request shows of a run's inputs (`inputs_view`), then what the run has (`_factory`); a
+        sub-agent has no notebook variables."""
         variables = inputs.get("notebook_variables") if self.depth == 0 else None
+        session = active_session()
         return inputs_view.render(inputs.get("task"), inputs.get("context"), variables,
-                                  task_chars=self.task_chars, context_chars=self.context_chars)
+                                  task_chars=self.task_chars, context_chars=self.context_chars,
+                                  surroundings=session.surroundings if session is not None else "")
 
     # ------------------------------------------------------------ extension points
     def builtin_tools(self) -> list[Callable[..., Any]]:
@@ -333,12 +336,13 @@ class DeepAgent(dspy.Module):
         return run
 
     def _factory(self, session: Session, namespace: dict[str, Any], shell: Any, root: Path) -> Callable[[], Any]:
-        """This run's interpreter factory, carrying what this run adds to the action prompt (`rlm_seam`):
-        where the workspace is, then the instruction providers' text (the sub-agent types, the skills)."""
+        """This run's interpreter factory. What this run has (where the workspace is, then the capabilities'
+        text: the sub-agent types, the skills) goes on the session: each request shows it after the inputs
+        (`render_inputs`), so the system message is the same for every run of the agent."""
         factory = self.interpreter_factory(session, namespace, shell)
         parts = [] if self.depth else [action_instructions.workspace_line(root, session.cwd)]
         parts.append(self.extensions.extra_instructions(self, root))
-        factory.run_instructions = "\n\n".join(part for part in parts if part)
+        session.surroundings = "\n\n".join(part for part in parts if part)
         return factory
 
     def forward(self, task: str, context: str = "") -> dspy.Prediction:

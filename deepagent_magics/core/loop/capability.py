@@ -7,7 +7,8 @@ deepagents' ``AgentMiddleware`` (tools, prompt text and model-call hooks in one 
 - ``tools``: the callables the agent may call (typed, with docstrings: RLM offers them);
 - ``lines``: how the prompt's tool list shows each of them, by name (`ToolLine`: where its line
   goes, the tool whose line it shares, the tool it is of no use without, whether its optional
-  parameters are left to ``help``); a tool without one gets its own line after the core's;
+  parameters are left to ``help``, whether the list leaves it to the capability's own text); a tool
+  without one gets its own line after the core's;
 - ``layers``: what it adds around every model call, a step's and an ``llm_query``'s alike
   (`core.loop.pipeline`: each a ``Layer``, at the place the pipeline keeps for capabilities);
 - ``notes``: short texts for places the core keeps for them, by the place's name (``"compacted"``:
@@ -18,7 +19,7 @@ deepagents' ``AgentMiddleware`` (tools, prompt text and model-call hooks in one 
 - ``on_run(agent, run, lms)``: called as each root or sub-agent run starts, before its first
   event (the run record subscribes here);
 - ``context(agent, task, namespace, root)``: text added to a run's ``context`` input (memories);
-- ``instructions(agent, root)``: text added to a run's action prompt after the tools (the
+- ``instructions(agent, root)``: text each request of a run shows after its inputs, what the run has (the
   sub-agent types, the skills);
 - ``around_tool(session, name, call)``: each tool as the run's code calls it, wrapped (or ``call`` itself:
   asked once per tool and run, so a capability that leaves it as it is costs nothing per call; tracing);
@@ -52,12 +53,15 @@ class ToolLine:
             tool is not offered, it gets a line of its own after all the others.
         needs: the tool it is of no use without: not offered when that one is not.
         brief: its optional parameters are left to ``help(name)`` (``remember(text, ...)``).
+        listed: False when the tool list leaves it out because its capability says it where it is of use
+            (``read_skill`` with the skills a run has; ``history`` in the head of a compacted history).
     """
 
     order: float = UNPLACED
     beside: str = ""
     needs: str = ""
     brief: bool = False
+    listed: bool = True
 
 
 class Capability:
@@ -98,7 +102,7 @@ class Capability:
         return ""
 
     def instructions(self, agent: Any, root: Any) -> str:
-        """Text for the run's action prompt, after the tools ("" for none)."""
+        """Text each request of the run shows after its inputs: what the run has ("" for none)."""
         return ""
 
     def around_tool(self, session: Any, name: str, call: Callable[..., Any]) -> Callable[..., Any]:

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 
 from ...errors import InvalidValue
 
-SHARED = ("Name results clearly; keep throwaway work in functions or `{scratch}`-prefixed variables (removed at "
-          "the end). Never rebind or delete a user's variable (make `sales_clean`, not `sales = ...`). The last "
-          "line's value is echoed. A step may run {timeout:g} s.")
+SHARED = ("Throwaway names start with `{scratch}` (removed at the end). Never rebind or delete a user's variable "
+          "(make `sales_clean`, not `sales = ...`). A step may run {timeout:g} s.")
 
 
 @dataclass(frozen=True)
@@ -50,21 +49,20 @@ def door(name: str) -> Door:
         raise InvalidValue(f"door {name!r} is not a front door; the doors are {', '.join(DOORS)}") from None
 
 
-USE_THEM = "the variables listed with the task are defined; use them by name, never load or rebuild them."
+USE_THEM = "the listed variables are defined (use them; never reload them)."
 add_door(Door("notebook", f"Code runs in the user's live Jupyter kernel: {USE_THEM}",
               "What you define stays in their notebook."))
 add_door(Door("api", f"Code runs in a Jupyter kernel of the server the user's request reached: {USE_THEM}",
               "What you define stays in that kernel for their later runs; they read your answer and the "
               "workspace's files."))
-add_door(Door("cli", "Code runs in the process of the user's `deepagent run` command: the variables listed with "
-                     "the task are the files they loaded; use them by name, never load them again.",
+add_door(Door("cli", "Code runs in the process of the user's `deepagent run` command: the listed variables are "
+                     "the files they loaded (use them; never reload them).",
               "The process ends with the run: only your answer and the files you write outlast it."))
 add_door(Door("mcp", "Code runs in an MCP server's process, for a client's call: no variables are defined "
                      "beforehand; the user's data is in the workspace.",
               "Nothing you define outlasts the run: the client gets your answer, and the files you write stay."))
 add_door(Door("acp", "Code runs in a Jupyter kernel started for the user's conversation in their editor or chat (an "
-                     "ACP client): the variables listed with the task are the ones earlier turns made; use them by "
-                     "name, never load or rebuild them.",
+                     "ACP client): the listed variables are the ones earlier turns made (use them; never reload them).",
               "What you define stays in that kernel while the conversation goes on; the user reads your answer and "
               "the workspace's files."))
 add_door(Door("python", f"Code runs in the Python program that started this run, in its namespace: {USE_THEM}",

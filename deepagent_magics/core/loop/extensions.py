@@ -107,7 +107,7 @@ class Extensions:
         return self._once("context", provider)
 
     def add_instructions_provider(self, provider: InstructionsProvider) -> "Extensions":
-        """Add ``provider(agent, root)``'s text (if any) to each run's action prompt."""
+        """Add ``provider(agent, root)``'s text (if any) to each request of a run, after its inputs."""
         return self._once("instructions", provider)
 
     def use_server_tools(self, maker: ServerTools) -> "Extensions":

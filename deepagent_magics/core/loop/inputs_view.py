@@ -16,20 +16,23 @@ from typing import Any
 
 TASK_HEAD = "Task (`task`):"
 CONTEXT_HEAD = "Context (`context`):"
-VARIABLES_HEAD = "Variables (already defined: use them by name):"
+VARIABLES_HEAD = "Variables in scope:"
 TASK_CHARS = 4000
 CONTEXT_CHARS = 4000  # the earlier turns of a conversation (core.run.conversations) fit whole
 
 
 def render(task: Any, context: Any, variables: Any = None, *, task_chars: int = TASK_CHARS,
-           context_chars: int = CONTEXT_CHARS) -> str:
-    """The three parts as one text; an empty context and a view of ``None`` (a sub-agent's) are left out."""
+           context_chars: int = CONTEXT_CHARS, surroundings: str = "") -> str:
+    """The three parts as one text, then ``surroundings`` (what the run has: its workspace, the sub-agent types,
+    the skills); an empty context and a view of ``None`` (a sub-agent's) are left out."""
     parts = [f"{TASK_HEAD}\n{fit(_text(task), task_chars, 'task')}"]
     context = _text(context)
     if context.strip():
         parts.append(f"{CONTEXT_HEAD}\n{fit(context, context_chars, 'context')}")
     if variables is not None:
         parts.append(f"{VARIABLES_HEAD}\n{_text(variables)}")
+    if surroundings.strip():
+        parts.append(surroundings.strip())
     return "\n\n".join(parts)
 
 

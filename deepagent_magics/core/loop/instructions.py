@@ -1,16 +1,17 @@
 """The action instructions the model reads, written once: the profile's text, the REPL's rules, the tools.
 
 `compose` builds them for one agent: its profile's (or sub-agent type's) text, the rules of the
-REPL it runs in (the interpreter factory's ``execution_instructions``: the live notebook for the
-root, a kernel of its own for a sub-agent), then every tool it is offered, each on one line: its
+REPL it runs in (the interpreter factory's ``execution_instructions``: the root's door's words,
+`doors`; a kernel of its own for a sub-agent), then every tool it is offered, each on one line: its
 call signature and the first paragraph of its docstring (the rest is what ``help(name)`` shows).
 Where a tool's line goes, and whether it shares another's line, is the `ToolLine` its capability
 gives it (`core.loop.capability`; the core names only the REPL's own ``llm_query`` tools); tools
 that start sub-agents are left out where delegation is not allowed; ``SUBMIT`` closes the list
 with the run's output fields. Nothing is said about a tool the agent is not offered.
 
-`rlm_seam` puts the result in place of dspy.RLM's own template; what a run adds (the workspace,
-the sub-agent types, the skills) comes after it, per run.
+`rlm_seam` puts the result in place of dspy.RLM's own template. What differs from run to run (the
+workspace, the sub-agent types, the skills) is not here: each request shows it after the inputs
+(`DeepAgent.render_inputs`), so these instructions are the same for every run of an agent.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 from .capability import ToolLine
 
-TOOLS_HEAD = "## Tools\nA bad call returns \"Error: ...\" saying what to fix; `help(name)` shows a tool in full."
+TOOLS_HEAD = ("## Tools\nPaths are relative to the workspace; bad calls return \"Error: ...\"; `help(name)` shows a "
+              "tool in full.")
 LLM_TOOLS = {
     "llm_query": "llm_query(prompt)",
     "llm_query_batched": "llm_query_batched(prompts)",
@@ -59,6 +61,8 @@ def tool_lines(tools: Iterable[tuple[str, Callable[..., Any]]], outputs: dict[st
     docs: dict[str, tuple[str, str]] = {name: (call, LLM_DOCS[name]) for name, call in LLM_TOOLS.items()}
     for name, func in tools:
         if (not can_delegate and getattr(func, "starts_subagents", False)) or (read_only and getattr(func, "writes", False)):
+            continue
+        if not (line_of(name) or ToolLine()).listed:  # its capability says it where it is of use
             continue
         brief = (line_of(name) or ToolLine()).brief
         docs[name] = (signature(name, func, required_only=brief), first_paragraph(func))
@@ -124,7 +128,7 @@ def first_paragraph(func: Callable[..., Any]) -> str:
 
 def workspace_line(root: Any, cwd: Any = None) -> str:
     """Where the root's files are: the workspace, and the kernel's own directory (``cwd``, else the
-    process's) when that differs."""
+    process's) when that differs (the tool list says the file tools' paths are relative to the workspace)."""
     import os
     from pathlib import Path
 
@@ -132,6 +136,6 @@ def workspace_line(root: Any, cwd: Any = None) -> str:
     try:
         here = Path(cwd or os.getcwd()).resolve()
     except OSError:  # the process's directory was deleted under it
-        return f"The workspace is {where}: the file tools' paths are relative to it."
-    text = f"The workspace is {where}: the file tools' paths are relative to it"
-    return text + (f"; your kernel's working directory is {here}." if here != where else ", and it is your working directory.")
+        return f"Workspace: {where}"
+    return f"Workspace (working directory): {where}" if here == where else \
+        f"Workspace: {where}; your working directory: {here}"

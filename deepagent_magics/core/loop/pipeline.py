@@ -177,19 +177,28 @@ class StepPredict(dspy.Predict):
     """
 
     def forward(self, **kwargs: Any) -> Any:
-        kwargs = rlm_seam.one_text(kwargs)  # the run's inputs as the one text the model reads
+        kwargs = _as_read(kwargs)
         step = self._step(kwargs, is_async=False)
         plain = compose(step, lambda **inputs: super(StepPredict, self).forward(**inputs))
         return _report(step, plain(**kwargs))
 
     async def aforward(self, **kwargs: Any) -> Any:
-        kwargs = rlm_seam.one_text(kwargs)
+        kwargs = _as_read(kwargs)
         step = self._step(kwargs, is_async=True)
         plain = compose(step, lambda **inputs: super(StepPredict, self).aforward(**inputs))
         return _report(step, await plain(**kwargs))
 
     def _step(self, kwargs: dict[str, Any], is_async: bool) -> ModelCall:
         return ModelCall(self, _session.active(), kwargs, caching.step_lm(self, kwargs), is_async, STEP)
+
+
+def _as_read(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The run's inputs as the one text the model reads, and its REPL history as `compaction.Steps` (each step
+    said once, no labels restated), before any layer sees them."""
+    kwargs = rlm_seam.one_text(kwargs)
+    if "repl_history" in kwargs:
+        kwargs = {**kwargs, "repl_history": compaction.as_steps(kwargs["repl_history"])}
+    return kwargs
 
 
 def _report(step: ModelCall, prediction: Any) -> Any:

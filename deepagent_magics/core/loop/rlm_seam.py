@@ -8,10 +8,10 @@ text, here and nowhere else, by overriding three of its methods (a fourth, below
 - ``_build_signatures``: the action signature's instructions are `instructions.compose`'s
   (the profile, the REPL's rules, each offered tool once); its fields are RLM's
   (``variables_info``, ``repl_history``, ``iteration`` -> ``reasoning``, ``code``);
-- ``_action_signature_for_current_factory``: per run, the factory's ``run_instructions`` (the
-  workspace, the sub-agent types, the skills) follow the instructions, and a REPL whose rules
-  differ from the ones the signature was built with (a gateway's kernels) has them swapped in;
-  RLM's own sub-agent guidance is never added;
+- ``_action_signature_for_current_factory``: per run, a REPL whose rules differ from the ones the
+  signature was built with (a gateway's kernels) has them swapped in, and a factory's
+  ``run_instructions``, if it has any, follow the instructions (the agent's own runs put what they
+  have in each request instead: `DeepAgent.render_inputs`); RLM's own sub-agent guidance is never added;
 - ``_build_variables``: one `Rendered` text (`inputs_view`: the task, the context, the
   variables view, each whole up to a budget) in place of RLM's previews. RLM hands it to the
   action predictor as a one-item list; `one_text` makes that the plain text the model reads.
@@ -48,7 +48,7 @@ ACTION_INPUTS = {
 }
 ACTION_OUTPUTS = {
     "reasoning": "what you know, what remains, your next step",
-    "code": "Python code to run (no Markdown fences)",
+    "code": "Python code to run",  # fenced or not: the fences come off (code_fences)
 }
 EXTRACT_INSTRUCTIONS = ("The steps ran out. From the REPL history above, give the final outputs now: what you "
                         "computed and found, as the task asked.")

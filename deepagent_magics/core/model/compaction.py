@@ -25,7 +25,7 @@ import threading
 from typing import Any
 
 import dspy
-from dspy.primitives.repl_types import REPLHistory
+from dspy.primitives.repl_types import REPLEntry, REPLHistory
 from ..run.event_kinds import COMPACTION
 from .price_list import bundled_price_list
 from ...settings import SETTINGS
@@ -36,6 +36,7 @@ MIN_WINDOW = 4_096  # tokens: below a share of this, no history needs compacting
 CHARS_PER_TOKEN = 4
 KEEP_VERBATIM = 3
 SUMMARY_CHARS = 2_000
+NO_STEPS = "No steps yet."
 COMPACTED = "compacted"  # a capability's note for the compacted history's head: where every step can still be read
 
 SUMMARY_PROMPT = """You compress the history of a coding agent working in a Python REPL.
@@ -47,7 +48,41 @@ what they hold, the facts found, the files written, what failed and why, what re
 Summary:"""
 
 
-class CompactedHistory(REPLHistory):
+class Steps(REPLHistory):
+    """A REPL history as the prompt shows it: each step once, its number with its reasoning, its code, what it
+    printed; no field label restated step after step (DSPy's ``=== Step N ===``, ``Reasoning:``, ``Code:``,
+    ``Output (N chars):``). `as_steps` makes RLM's history one, before any layer of the step pipeline sees it."""
+
+    def format(self) -> str:
+        if not self.entries:
+            return NO_STEPS
+        return "\n".join(step_text(entry, i, self.max_output_chars) for i, entry in enumerate(self.entries))
+
+    def append(self, *, reasoning: str = "", code: str, output: str) -> "Steps":
+        return Steps(entries=[*self.entries, REPLEntry(reasoning=reasoning, code=code, output=output)],
+                     max_output_chars=self.max_output_chars)
+
+
+def as_steps(history: Any) -> Any:
+    """RLM's REPL history as `Steps` (what is not a history, or is one of ours already, as it is)."""
+    if type(history) is not REPLHistory:
+        return history
+    return Steps(entries=list(history.entries), max_output_chars=history.max_output_chars)
+
+
+def step_text(entry: Any, index: int, max_output_chars: int) -> str:
+    """``Step 3. reasoning``, the code fenced, then ``Output:`` and what it printed (past ``max_output_chars``, its
+    head and tail, with how much is left out between them)."""
+    output = str(entry.output or "")
+    if len(output) > max_output_chars:
+        head = max_output_chars // 2
+        left_out = len(output) - max_output_chars
+        output = f"{output[:head]}\n\n... ({left_out:,} characters left out) ...\n\n{output[-(max_output_chars - head):]}"
+    reasoning = f" {entry.reasoning}" if entry.reasoning else ""
+    return f"Step {index + 1}.{reasoning}\n```\n{entry.code}\n```\nOutput:\n{output}"
+
+
+class CompactedHistory(Steps):
     """A REPL history as the prompt shows it: a summary of the older steps, then the recent ones verbatim."""
 
     summary: str = ""
@@ -55,10 +90,10 @@ class CompactedHistory(REPLHistory):
     where: str = ""  # where every step can still be read (the capabilities' note), if anywhere
 
     def format(self) -> str:
-        recent = "\n".join(entry.format(index=self.summarized + i, max_output_chars=self.max_output_chars)
+        recent = "\n".join(step_text(entry, self.summarized + i, self.max_output_chars)
                            for i, entry in enumerate(self.entries))
         where = f"; {self.where}" if self.where else ""
-        head = f"=== Steps 1-{self.summarized} (compacted{where}) ===\n{self.summary}"
+        head = f"Steps 1-{self.summarized}, compacted{where}:\n{self.summary}"
         return head + ("\n" + recent if recent else "")
 
 
@@ -146,8 +181,7 @@ class Compactor:
                                 summary=self.summary, summarized=self.summarized, where=self.where)
 
     def _summarize(self, entries: list) -> str:
-        steps = "\n".join(entry.format(index=self.summarized + i, max_output_chars=1_500)
-                          for i, entry in enumerate(entries))
+        steps = "\n".join(step_text(entry, self.summarized + i, 1_500) for i, entry in enumerate(entries))
         previous = f"Summary of the steps before these:\n{self.summary}\n\n" if self.summary else ""
         lm = self.sub_lm or dspy.settings.lm
         try:

@@ -170,13 +170,14 @@ class ChatAdapter(dspy.ChatAdapter):
         (DSPy's lists every field twice before the instructions; the inputs' markers are in each request.)"""
         if not _is_action(signature):
             return super().format_system_message(signature)
-        fields = "".join(f"[[ ## {name} ## ]]\n{{{_desc(field)}}}\n\n" for name, field in signature.output_fields.items())
-        return f"{textwrap.dedent(signature.instructions).strip()}\n\nAnswer in this form:\n\n{fields}{COMPLETED}"
+        fields = "".join(f"[[ ## {name} ## ]]\n{{{_desc(field)}}}\n" for name, field in signature.output_fields.items())
+        return f"{textwrap.dedent(signature.instructions).strip()}\n\nAnswer in this form:\n{fields}{COMPLETED}"
 
-    def user_message_output_requirements(self, signature: Any) -> str:
+    def user_message_output_requirements(self, signature: Any) -> str | None:
+        """Nothing for the action step: the system message gives the answer's form, once."""
         if not _is_action(signature):
             return super().user_message_output_requirements(signature)
-        return "Answer with " + ", ".join(f"[[ ## {name} ## ]]" for name in signature.output_fields) + f", {COMPLETED}."
+        return None
 
     def parse(self, signature: Any, completion: str) -> dict[str, Any]:
         names = list(signature.output_fields)

@@ -35,6 +35,7 @@ class Session:
     # stopped (a sub-agent past its time limit): long tool walks the agent left running check it and stop.
     cancelled: threading.Event = field(default_factory=threading.Event)
     cwd: str | None = None  # the root's working directory while its steps run (None: the process's)
+    surroundings: str = ""  # what this run has (its workspace, sub-agent types, skills): each request says it
 
 
 def active() -> Session | None:

@@ -17,13 +17,11 @@ from .verdict import REVIEWER_PROFILE, parse_verdict
 
 PACKAGED_DESCRIPTIONS = {
     "default": "a general deep agent: explores data, computes, writes files",
-    "coder": "writes, fixes and tests code in the workspace",
-    "researcher": "gathers facts from files and sources, with evidence",
+    "coder": "writes, fixes and tests code",
+    "researcher": "finds facts in files and sources, with evidence",
     "reviewer": "checks a draft against criteria and gives a verdict (what review() uses)",
 }
-SUBAGENTS_HEAD = (
-    "## Sub-agents\nA sub-agent (`delegate`) works in a kernel of its own whose working directory is the "
-    "workspace: it sees your files there, not your variables. Types for `agent=` (default: like you):")
+SUBAGENTS_HEAD = "Sub-agent types for `agent=`:"
 NOT_LISTED = {"reviewer"}  # reached through review()
 DEFAULT_CRITERIA = [
     "It does everything the task asks, completely.",
@@ -35,7 +33,7 @@ DEFAULT_CRITERIA = [
 
 @tool
 def delegate(task: str, context: str = "", agent: str | None = None, profile: str | None = None) -> Any:
-    """A sub-agent does a self-contained task in its own kernel; returns what it submits, as data.
+    """A sub-agent does `task` in its own kernel (your files, not your variables); returns what it submits.
 
     The sub-agent cannot see your variables: put what it needs in ``context`` or in a workspace
     file (the workspace is shared, and is its working directory). ``agent`` picks its type by name
@@ -48,7 +46,7 @@ def delegate(task: str, context: str = "", agent: str | None = None, profile: st
 
 @tool
 def delegate_batched(tasks: list) -> list:
-    """Several at once (each a str or {"task", "context", "agent"}), results in order.
+    """Several at once (each a str or {"task", "context", "agent"}), in order.
 
     At most ``max_parallel`` run at the same time; a failed one gives an "Error: ..." string in its
     place. Each result arrives as data, as with ``delegate``."""

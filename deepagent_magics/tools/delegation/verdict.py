@@ -24,7 +24,7 @@ VERDICTS = ("pass", "low", "fail")
 FIELDS = ("status", "issues", "suggestions")
 OUTPUTS = {
     "status": (Literal["pass", "low", "fail"], '"pass": every criterion met; "low": met, with minor problems; '
-                                               '"fail": a criterion not met or an error in the draft'),
+                                               '"fail": a criterion not met or unchecked, or an error in the draft'),
     "issues": (list[str], "Each problem: the criterion it breaks and the evidence; empty when there is none"),
     "suggestions": (list[str], "How to fix each problem; empty when there is nothing to fix"),
 }

@@ -30,13 +30,17 @@ def tools_listed(system: str) -> list[str]:
     return [line.split("`")[1].split("(")[0] for line in block.splitlines() if line.startswith("- `")]
 
 
-def first_system(tmp_path, **kwargs) -> str:
+def first_request(tmp_path, **kwargs) -> dict:
     lm = ScriptedLM([("Done.", "SUBMIT(result='ok')")])
     agent = DeepAgent(lm=lm, workspace=tmp_path, **kwargs)
     agent.record_runs = False
     run = agent.run("go", namespace={})
     assert run.status == "finished", run.error
-    return lm.requests[0]["system"]
+    return lm.requests[0]
+
+
+def first_system(tmp_path, **kwargs) -> str:
+    return first_request(tmp_path, **kwargs)["system"]
 
 
 def test_a_users_capability_adds_its_tools_where_its_lines_say(tmp_path):
@@ -81,8 +85,8 @@ def test_a_capability_s_hooks_and_prompt_text_reach_the_run(tmp_path):
     DeepAgent(lm=lm, workspace=tmp_path, extensions=[Audited()]).run("the task", namespace={})
     assert seen == [("run", "the task", True)]
     request = lm.requests[0]
-    assert request["system"].rstrip().endswith("## Audit\nSay what you changed.") or \
-        "## Audit\nSay what you changed." in request["system"]
+    # what the run has is said in each request, after its inputs: the system message is the same for every run
+    assert "## Audit\nSay what you changed." in request["user"] and "## Audit" not in request["system"]
     assert "AUDIT-CONTEXT: every step is audited." in request["user"]
 
 
@@ -90,9 +94,9 @@ def test_a_broken_capability_hook_for_prompt_text_adds_nothing_and_breaks_nothin
     def broken(agent, root):
         raise RuntimeError("boom")
 
-    system = first_system(tmp_path, extensions=[Capability("broken", instructions=broken),
-                                                Capability("kept", instructions=lambda agent, root: "## Kept\nyes")])
-    assert "## Kept\nyes" in system
+    request = first_request(tmp_path, extensions=[Capability("broken", instructions=broken),
+                                                  Capability("kept", instructions=lambda agent, root: "## Kept\nyes")])
+    assert "## Kept\nyes" in request["user"] and "## Kept" not in request["system"]  # what the run has: per request
 
 
 def test_not_a_capability_is_refused_in_one_line():
@@ -130,11 +134,11 @@ def test_the_standard_capabilities_settings_and_events_are_the_tables_and_event_
 
 def test_a_compacted_history_says_where_the_steps_are_only_when_a_capability_offers_it():
     without = CompactedHistory(entries=[], summary="S", summarized=4).format()
-    assert without.startswith("=== Steps 1-4 (compacted) ===")
+    assert without.startswith("Steps 1-4, compacted:\nS")
     note = standard_extensions().note("compacted")
     assert note == "history() returns every step in full"
     assert CompactedHistory(entries=[], summary="S", summarized=4, where=note).format().startswith(
-        "=== Steps 1-4 (compacted; history() returns every step in full) ===")
+        "Steps 1-4, compacted; history() returns every step in full:\nS")
 
 
 # ------------------------------------------------------------ the magics

@@ -13,7 +13,7 @@ def test_every_door_says_where_code_runs_and_what_persists_then_the_shared_rules
     rules = door("cli").repl_rules(timeout=120.0, scratch="_tmp_")
     assert rules.startswith("Code runs in the process of the user's `deepagent run` command")
     assert "The process ends with the run" in rules and rules.endswith("A step may run 120 s.")
-    assert "`_tmp_`-prefixed variables" in rules
+    assert "Throwaway names start with `_tmp_`" in rules
     assert "notebook" not in door("mcp").repl_rules(60, "_t_").lower()  # no notebook where there is none
 
 

@@ -70,5 +70,5 @@ def test_signatures_and_first_paragraphs_as_a_caller_reads_them():
 
 
 def test_the_workspace_line_says_whether_it_is_also_the_working_directory(tmp_path):
-    assert workspace_line(tmp_path, tmp_path).endswith(", and it is your working directory.")
-    assert workspace_line(tmp_path, tmp_path.parent).endswith(f"; your kernel's working directory is {tmp_path.parent}.")
+    assert workspace_line(tmp_path, tmp_path) == f"Workspace (working directory): {tmp_path}"
+    assert workspace_line(tmp_path, tmp_path.parent) == f"Workspace: {tmp_path}; your working directory: {tmp_path.parent}"

@@ -27,7 +27,8 @@ def test_the_request_carries_our_instructions_and_never_rlms_own_template(tmp_pa
     lm = ScriptedLM(["SUBMIT(result='ok')"])
     DeepAgent(lm=lm, workspace=tmp_path).run("Count the rows", namespace={"rows": [1, 2]})
     system, user = lm.requests[0]["system"], lm.requests[0]["user"]
-    assert "## Tools" in system and "## Your REPL" in system and "The workspace is" in system
+    assert "## Tools" in system and "## Your REPL" in system and str(tmp_path) not in system
+    assert f"Workspace: {tmp_path.resolve()}" in user  # what the run has: in its request, not the system message
     assert "dspy.Predict" not in system  # RLM's sub-agent advice is never added
     assert "Task (`task`):\nCount the rows" in user and "rows" in user
 

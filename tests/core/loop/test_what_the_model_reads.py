@@ -22,8 +22,8 @@ RLM_TEXT = ["You are tasked with producing the following outputs", "Additional t
             "- {result}", "{status}", "# note:", "Variable: `task` (access it in your code)", "Total length:",
             "cannot cross to the host", "In adhering to this structure"]
 ROOT_TOOLS = ["write_todos", "read_todos", "ls", "glob", "read_file", "write_file", "edit_file", "grep", "llm_query",
-              "llm_query_batched", "delegate", "delegate_batched", "review", "remember", "recall", "history",
-              "list_skills", "read_skill", "SUBMIT"]
+              "llm_query_batched", "delegate", "delegate_batched", "review", "remember", "recall", "SUBMIT"]
+# history() is named where it is of use (a compacted history's head), read_skill and list_skills with a run's skills
 DIABETES = ["age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6", "target"]
 WINE = ["alcohol", "malic_acid", "ash", "alcalinity_of_ash", "magnesium", "total_phenols", "flavanoids",
         "nonflavanoid_phenols", "proanthocyanins", "color_intensity", "hue", "od280/od315_of_diluted_wines",
@@ -72,18 +72,21 @@ def test_the_first_request_with_two_data_frames_stays_within_six_thousand_charac
 
 def test_the_root_is_told_the_sub_agent_types_and_where_sub_agents_work(tmp_path):
     analyst = SubAgentType("analyst", "fits models and reports their errors", "Fit the model the task names.")
-    system = first_request(tmp_path, subagents=[analyst])["system"]
-    block = system.split("## Sub-agents", 1)[1]
-    assert "working directory is the workspace" in block and "not your variables" in block
+    request = first_request(tmp_path, subagents=[analyst])
+    system, user = request["system"], request["user"]
+    assert "its own kernel (your files, not your variables)" in system  # delegate's line, once
+    block = user.split("Sub-agent types for `agent=`:", 1)[1]  # what this run has: after the inputs
     assert "- coder: " in block and "- researcher: " in block and "- analyst: fits models and reports their errors" in block
     assert "- default: " not in block and "- reviewer" not in block  # itself; review() reaches the reviewer
-    assert f"The workspace is {tmp_path.resolve()}" in system
+    assert f"Workspace (working directory): {tmp_path.resolve()}" in user or f"Workspace: {tmp_path.resolve()}" in user
+    assert "analyst" not in system and str(tmp_path.resolve()) not in system  # the same system message for every run
 
 
 def test_without_delegation_nothing_is_said_about_it(tmp_path):
-    system = first_request(tmp_path, max_depth=0)["system"]
-    for text in ("delegate", "review", "## Sub-agents", "sub-agent"):
-        assert text not in system, text
+    request = first_request(tmp_path, max_depth=0)
+    system = request["system"]
+    for text in ("delegate", "review", "Sub-agent", "sub-agent"):
+        assert text not in system + request["user"], text
     assert "write_file" in documented(system)
 
 
@@ -91,8 +94,8 @@ def test_a_sub_agent_reads_its_own_role_no_notebook_and_how_its_result_travels()
     agent = SubAgent(profile="default", depth=1, max_depth=2)
     text = agent.prompt_instructions
     assert "## You are a sub-agent" in text and "## You are the root agent" not in text
-    assert "fresh Jupyter kernel of your own" in text and "The current directory is the shared workspace" in text
-    assert "as data (a dict stays a dict, a list a list" in text
+    assert "Jupyter kernel of your own, in the shared workspace" in text
+    assert "as data (a dict stays a dict" in text
     assert "notebook_variables" not in text and "live Jupyter kernel" not in text and "their notebook" not in text
     rendered = agent.render_inputs({"task": "T", "context": "", "notebook_variables": "- x: int = 1"})
     assert rendered == f"{inputs_view.TASK_HEAD}\nT"  # no notebook, no empty context
@@ -106,8 +109,8 @@ def test_the_deepest_sub_agent_is_not_offered_delegation():
 def test_the_reviewer_is_offered_only_tools_that_read():
     text = SubAgent(profile="reviewer", depth=1, max_depth=2).prompt_instructions
     tools = documented(text)
-    assert set(tools) == {"ls", "glob", "read_file", "grep", "llm_query", "llm_query_batched", "recall", "history",
-                          "list_skills", "read_skill", "SUBMIT"}
+    assert set(tools) == {"ls", "glob", "read_file", "grep", "llm_query", "llm_query_batched", "recall", "SUBMIT"}
+    # history() and the skills' tools are said where they are of use (a compacted history, the run's skills)
     assert "SUBMIT(status=..., issues=..., suggestions=...)" in text and "result" not in tools
     assert "## Sub-agents" not in text
 

@@ -53,8 +53,8 @@ def test_rlm_hands_its_history_to_the_action_predictor_and_the_adapter_formats_o
     lm = ScriptedLM([], replies="x")
     with dspy.context(lm=lm):
         dspy.Predict("repl_history: dspy.primitives.repl_types.REPLHistory -> answer")(repl_history=compacted)
-    assert "THE SUMMARY" in lm.requests[0]["user"] and "=== Step 5 ===" in lm.requests[0]["user"]
-    assert "Steps 1-4 (compacted" in lm.requests[0]["user"]
+    assert "THE SUMMARY" in lm.requests[0]["user"] and "\nStep 5. " in lm.requests[0]["user"]
+    assert "Steps 1-4, compacted" in lm.requests[0]["user"]
 
 
 def test_a_long_run_stays_bounded_and_keeps_the_recent_steps_verbatim(tmp_path):

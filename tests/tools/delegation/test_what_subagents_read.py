@@ -72,8 +72,8 @@ def test_sub_agents_read_their_role_return_data_keep_their_prints_and_the_review
     requests = {key: next(r for r in lm.requests if key in r["user"].split("[[ ## repl_history")[0])
                 for key in ("DATA-CHILD", "Review a draft")}
     child_request = requests["DATA-CHILD"]
-    assert "Variables (already" not in child_request["user"] and "secret_frame" not in child_request["user"]
-    assert "The current directory is the shared workspace" in child_request["system"]
+    assert "Variables in scope" not in child_request["user"] and "secret_frame" not in child_request["user"]
+    assert "Code runs in a Jupyter kernel of your own, in the shared workspace" in child_request["system"]
     assert "a dict stays a dict" in child_request["system"] and "## You are a sub-agent" in child_request["system"]
     review_system = requests["Review a draft"]["system"]
     tools = review_system.split("## Tools", 1)[1]
