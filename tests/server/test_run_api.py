@@ -223,8 +223,9 @@ def test_requests_without_a_valid_token_are_refused(server):
         for token in (None, "wrong-token"):
             status, _ = server.call(method, path, body, token=token)
             assert status == 403, (method, path, token, status)
-    status, listing = server.call("GET", f"/deepagent/api/runs?token={server.token}", token=None)
-    assert status == 200 and "runs" in listing  # the server's own token scheme, nothing new
+    status, reply = server.call("GET", f"/deepagent/api/runs?token={server.token}", token=None)
+    assert status == 400 and "header" in reply["message"]  # a token in a URL stays in histories and logs: refused
+    assert server.token not in json.dumps(reply)
 
 
 def test_bad_input_gets_a_clear_status_and_the_server_keeps_serving(server):
