@@ -66,10 +66,14 @@ def run_in_thread(agent, task, namespace, box, key, **kwargs):
 
 @pytest.mark.parametrize("delay", [0.0, 0.05, 0.3, 0.8, 1.1])
 def test_a_second_run_on_a_busy_namespace_is_refused_at_once(tmp_path, delay):
-    """B starts at several moments of A's run (during set-up, inside a step, between steps)."""
+    """B starts at several moments of A's run (during set-up, inside a step, between steps), counted from A's
+    first event: A holds the namespace by then. (Started together, either may be first: the next test.)"""
     namespace, before = user_namespace()
     box = {}
-    a = run_in_thread(slow_agent("a", tmp_path / "a"), "task A", namespace, box, "a")
+    started = threading.Event()
+    a = run_in_thread(slow_agent("a", tmp_path / "a"), "task A", namespace, box, "a",
+                      listeners=[lambda event: started.set()])
+    assert started.wait(30), box.get("a")
     time.sleep(delay)
     b = run_in_thread(slow_agent("b", tmp_path / "b"), "task B", namespace, box, "b")
     b.join(10)
