@@ -20,8 +20,8 @@ kernel's private folder. A kernel is born inside its group: its command starts w
 its own pid into each group's ``cgroup.procs`` and then ``exec``s the rest (bubblewrap). The ``cpu``
 controller, where there is one, is joined too: not a limit, but the kernel's whole tree then shares one
 process's worth of the CPU with the user's own processes. A group is removed when its kernel is closed
-(`KernelGroup.remove`), by the keeper when the host dies (`keeper.watch_cgroups`), and otherwise by the next
-host that makes one (`_sweep`: only empty groups of hosts that are gone).
+(`KernelGroup.remove`; one still busy then, when this host next makes or removes one: `retry_removals`), by
+the keeper when the host dies (`keeper.watch_cgroups`), and otherwise by the next host that makes one (`_sweep`).
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ REMOVE_FOR = 2.0  # seconds a closed kernel's group is waited for to empty befor
 
 _lock = threading.Lock()
 _probed: dict[int, "Mechanism | None"] = {}  # per process (a fork probes again)
+_unremoved: set[str] = set()  # folders of closed kernels' groups still busy when their kernel closed
+_unremoved_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ class Mechanism:
         """A new group ``name`` holding ``processes`` tasks and ``memory`` bytes (0: not limited)."""
         if self.kind == SYSTEMD:
             return KernelGroup(self, {}, _systemd_prefix(name, processes, memory))
+        retry_removals()
         made: dict[str, str] = {}
         try:
             for controller, parent in self.folders.items():
@@ -150,21 +153,40 @@ class KernelGroup:
         """Remove the group once its processes are gone (killed ones take a moment); False if it is still there."""
         if self.kind == SYSTEMD:
             return True  # systemd removes the scope (--collect) when its last process ends
+        retry_removals()
         deadline = time.monotonic() + wait
         left = dict(self.folders)
         while left:
             for controller, folder in list(left.items()):
-                try:
-                    os.rmdir(folder)
-                except FileNotFoundError:
-                    pass
-                except OSError:
-                    continue
-                del left[controller]
+                if _rmdir(folder):
+                    del left[controller]
             if not left or time.monotonic() >= deadline:
                 break
             time.sleep(0.02)
+        with _unremoved_lock:
+            _unremoved.update(left.values())  # tried again by the next group made or removed
         return not left
+
+
+def retry_removals() -> None:
+    """Remove the groups of closed kernels that were still busy when their kernel closed, if empty now."""
+    with _unremoved_lock:
+        busy = list(_unremoved)
+    for folder in busy:
+        if _rmdir(folder):
+            with _unremoved_lock:
+                _unremoved.discard(folder)
+
+
+def _rmdir(folder: str) -> bool:
+    """Whether ``folder`` is gone now (removed, or already gone); False while a process or group is in it."""
+    try:
+        os.rmdir(folder)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
+    return True
 
 
 def joined(argv: list[str], procs: list[str] = ()) -> list[str]:

@@ -131,6 +131,19 @@ def test_a_group_is_removed_once_empty_and_said_still_there_when_not(tmp_path):
     assert group.remove(wait=0) is True
 
 
+def test_a_group_still_busy_when_its_kernel_closed_is_removed_by_the_next_group_made(tmp_path):
+    """On a loaded machine a killed kernel's processes may outlast `remove`'s wait: its group is not left
+    for as long as the host lives (CI: a fork bomb's test found earlier tests' groups still there)."""
+    hosts = folders(tmp_path, "pids")
+    busy = tmp_path / "pids" / "k-old"
+    (busy / "still-busy").mkdir(parents=True)  # a process still in it, as rmdir sees it
+    mechanism = Mechanism(V2, hosts, frozenset({"pids"}))
+    assert KernelGroup(mechanism, {"pids": str(busy)}, []).remove(wait=0) is False and busy.exists()
+    os.rmdir(busy / "still-busy")  # its last process has exited since
+    mechanism.group("k-new", processes=0, memory=0)
+    assert not busy.exists() and (tmp_path / "pids" / "k-new").is_dir()
+
+
 @pytest.mark.subprocess
 def test_killing_a_group_kills_every_process_it_lists(tmp_path):
     made = folders(tmp_path, "pids")
