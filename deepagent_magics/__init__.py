@@ -21,30 +21,42 @@ while it works (``core/model/price_list.py``); the old module paths are found th
 package's own ``__path__`` (``_compat.py``).
 """
 
-from . import _compat
-from .core import DeepAgent, Event, Run
-from .core.loop import extensions
-from .core.loop.capability import Capability, ToolLine
-from .core.model.calls import Layer, ModelCall
-from .core.loop.extensions import Extensions
-from .core.loop.subagent_types import SubAgentType
-from .core.workspace.workspace import Workspace
-from .interpreters import KernelPool, ShellInterpreter
-from .records import log_scrubbing
-from .standard import standard_extensions
-from .testing import ScriptedLM
+from typing import Any
 
+from . import _compat
+from .core.loop import extensions
+from .first_use import first_use
+
+__path__ = _compat.old_paths(__path__)  # the old module paths, with a DeprecationWarning, for this release
+
+# The public names, each imported from its room on first use (first_use.py), so that importing the package,
+# ``deepagent --help`` and ``%load_ext`` load neither DSPy nor the rooms a first cell does not need.
+ON_FIRST_USE = {
+    "DeepAgent": "core.loop.agent", "SubAgentType": "core.loop.subagent_types", "Run": "core.run.run",
+    "Event": "core.run.run", "ShellInterpreter": "interpreters.shell", "KernelPool": "interpreters.pool.pool",
+    "ScriptedLM": "testing", "Capability": "core.loop.capability", "ToolLine": "core.loop.capability",
+    "Extensions": "core.loop.extensions", "Workspace": "core.workspace.workspace",
+    "standard_extensions": "standard", "Layer": "core.model.calls", "ModelCall": "core.model.calls",
+}
+__getattr__, __dir__ = first_use(__name__, ON_FIRST_USE)
 __all__ = ["DeepAgent", "SubAgentType", "Run", "Event", "ShellInterpreter", "KernelPool", "ScriptedLM", "Capability",
            "ToolLine", "Extensions", "Workspace", "standard_extensions", "load_ipython_extension",
            "unload_ipython_extension"]
 __version__ = "0.2.0"
 
-extensions.use_default(standard_extensions)  # made on first use: what an agent gets without extensions=
-_compat.install()  # the old module paths, with a DeprecationWarning, for this release
+
+def _standard_extensions() -> Any:
+    from .standard import standard_extensions
+
+    return standard_extensions()
+
+
+extensions.use_default(_standard_extensions)  # made on first use: what an agent gets without extensions=
 
 
 def load_ipython_extension(ipython) -> None:
     from .magics import register
+    from .records import log_scrubbing
 
     register(ipython)
     log_scrubbing.install()  # DSPy's and its clients' log records scrubbed while the extension is loaded
@@ -53,6 +65,7 @@ def load_ipython_extension(ipython) -> None:
 def unload_ipython_extension(ipython) -> None:
     from .interpreters.pool import stop_default_pool
     from .magics import unregister
+    from .records import log_scrubbing
 
     unregister(ipython)
     log_scrubbing.release()

@@ -5,8 +5,9 @@ that replaced it, and a `DeprecationWarning` that names the new path.
 
 Nothing outside the package changes for it: no finder joins ``sys.meta_path`` (which every
 import in the process would ask). A package whose old submodules moved lists one more entry on
-its own ``__path__``, `OLD_PATHS`, and only the search for that package's submodules reaches
-the finder kept for that entry, after the package's own folder has no such module.
+its own ``__path__``, `OLD_PATHS` (its ``__init__`` says ``__path__ = old_paths(__path__)``, so that
+no package is imported for it before it is used), and only the search for that package's
+submodules reaches the finder kept for that entry, after the package's own folder has no such module.
 """
 
 from __future__ import annotations
@@ -118,11 +119,3 @@ def old_paths(path: list[str]) -> list[str]:
     """A package's ``__path__`` with `OLD_PATHS` after its own folder (a package whose old modules moved)."""
     sys.path_importer_cache.setdefault(OLD_PATHS, _MovedFinder())
     return path if OLD_PATHS in path else [*path, OLD_PATHS]
-
-
-def install() -> None:
-    """`OLD_PATHS` on the ``__path__`` of each package whose submodules moved (``magics`` adds it itself, so
-    that importing the package does not import the magics)."""
-    for name in sorted({old.rpartition(".")[0] for old in MOVED} - {"magics"}):
-        package = importlib.import_module(f"{PACKAGE}.{name}" if name else PACKAGE)
-        package.__path__ = old_paths(package.__path__)

@@ -21,8 +21,9 @@ MAX_MODULES = 16  # per folder
 CORE_ROOMS = ["core.workspace", "core.run", "core.policy", "core.model", "core.loop"]
 
 # Plain modules every room may import: the error family, the settings table and model text made safe to show
-# (errors.py, settings.py, safe_text.py); they import nothing of the package but each other (settings -> errors).
-SHARED = {"errors", "settings", "safe_text"}
+# (errors.py, settings.py, safe_text.py), a package's names on first use (first_use.py) and its old module paths
+# (_compat.py); they import nothing of the package but each other (settings -> errors).
+SHARED = {"errors", "settings", "safe_text", "first_use", "_compat"}
 
 # What each room may import from the package (besides itself, `SHARED` and the standard library).
 ALLOWED = {
@@ -59,13 +60,16 @@ def modules() -> dict[str, Path]:
 
 def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
     """The package modules ``name`` imports, at any level (``if TYPE_CHECKING`` imports count too: a
-    cycle that closes only for the type checker still means the code cannot be read bottom-up)."""
+    cycle that closes only for the type checker still means the code cannot be read bottom-up), and
+    those its ``ON_FIRST_USE`` names come from (first_use.py: imported when a name is first used)."""
     tree = ast.parse(path.read_text())
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "ON_FIRST_USE" for t in node.targets):
+            found.update(f"{package}.{where.value}" for where in node.value.values if f"{package}.{where.value}" in known)
+        elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names if alias.name in known)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
@@ -111,6 +115,7 @@ def test_the_graph_sees_imports(graph):
     assert "deepagent_magics.core.run.run" in graph["deepagent_magics.core.loop.agent"]
     assert "deepagent_magics.interpreters.kernel" in graph["deepagent_magics.tools.delegation.subagent"]
     assert "deepagent_magics.display.dashboard" in graph["deepagent_magics.display.show"]  # imported in a function
+    assert "deepagent_magics.core.loop.agent" in graph["deepagent_magics.core"]  # a name given on first use
 
 
 def test_there_is_no_import_cycle(graph):

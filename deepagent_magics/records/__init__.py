@@ -9,6 +9,10 @@
 - `events`: the append-only event log ``<id>.events.jsonl`` a live client follows
 """
 
+from .._compat import old_paths
+
+__path__ = old_paths(__path__)  # records.redaction, records.threads, records.shape: moved
+
 from typing import Any
 
 from ..core.loop.capability import Capability

@@ -7,6 +7,10 @@
 RLM adds ``llm_query``, ``llm_query_batched`` and ``SUBMIT`` itself.
 """
 
+from .._compat import old_paths
+
+__path__ = old_paths(__path__)  # tools.mcp: now mcp_servers
+
 from typing import Any, Callable
 
 from ..core.loop.capability import Capability

@@ -22,21 +22,18 @@ from ..core.model.lm import lm_label, resolve_lm
 from .bench_report import BenchReport
 from .evaluate import evaluate
 from .examples import Metric
+from .choices import BENCH_BASELINES, DEEPAGENTS
 from .langchain_baseline import (
-    DEEPAGENTS,
     BaselineUnavailable,
     DeepAgentsSystem,
     available,
     chat_model_for,
 )
 from .suites import Suite, SuiteUnavailable, Task, UnknownSuite, get_suite
-from .systems import BASELINES, DEEP_AGENT, systems_for
+from .systems import DEEP_AGENT, systems_for
 
 if TYPE_CHECKING:
     from ..core.loop.agent import DeepAgent
-
-
-BENCH_BASELINES = (*BASELINES, DEEPAGENTS)  # deepagents: LangChain's, when installed (langchain_baseline)
 
 
 class BenchError(UserError, ValueError):

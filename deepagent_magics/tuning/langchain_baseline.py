@@ -22,9 +22,9 @@ from typing import Any
 import dspy
 
 from ..errors import UserError
+from .choices import DEEPAGENTS
 from .systems import Outcome, set_up_example
 
-DEEPAGENTS = "deepagents"
 _STDOUT = threading.Lock()
 PROMPT = ("You are a data analysis agent. The task's files are in your file system (use ls and read_file), "
           "and run_python(code) runs Python in a namespace that already holds the data as variables "

@@ -22,15 +22,13 @@ import dspy
 from ..errors import UserError
 from ..core.model.lm import resolve_lm
 from ..core.model.price_list import bundled_price_list
+from .choices import AUTO, OPTIMIZERS
 from .evaluate import Evaluation, evaluate
 from .examples import Metric
 from .systems import DEEP_AGENT, OPTIMIZED, DeepAgentSystem, IsolatedAgent
 
 if TYPE_CHECKING:
     from ..core.loop.agent import DeepAgent
-
-OPTIMIZERS = ("gepa", "mipro", "bootstrap")
-AUTO = ("light", "medium", "heavy")
 
 
 class OptimizerUnavailable(UserError, RuntimeError):

@@ -25,11 +25,11 @@ from ..core.run.run import Run
 from ..core.run.secrets import scrub
 from ..core.run.session import Session, activate, deactivate
 from ..core.workspace.workspace import Workspace
+from .choices import BASELINES
 
 if TYPE_CHECKING:
     from ..core.loop.agent import DeepAgent
 
-BASELINES = ("cot", "react", "rlm")
 DEEP_AGENT = "deep agent"
 OPTIMIZED = "deep agent (optimized)"
 

@@ -4,3 +4,7 @@ facade's requests (`facade_requests`), prompt caching (`caching`), replies a rea
 (`replies`), provider retries (`retries`), streaming a step or a query while it is written
 (`streaming`), compaction of a long history (`compaction`) and why a run
 failed (`failures`). Imports the policy, run and workspace rooms below it."""
+
+from ..._compat import old_paths
+
+__path__ = old_paths(__path__)  # core.model.step_streaming and query_streaming: now streaming
