@@ -21,10 +21,10 @@ MESSAGE_CHARS = 300  # of an error line
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit status (0: done; 1: the run did not finish; 2: bad input; 3: the run
     finished with an answer the agent did not submit, taken from its output)."""
-    from . import commands
-
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(argv)  # --help and a mistake here end before the agent is imported
+        from . import commands
+
         return commands.COMMANDS[args.command](args)
     except UserError as exc:  # UsageProblem, or a mistake found deeper (a model id, a --load file): one line
         line = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)

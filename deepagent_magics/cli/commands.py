@@ -1,7 +1,8 @@
 """What each ``deepagent`` command does, over the same `DeepAgent` and run records as the magics.
 
 Every mistake the user can make (a bad flag value, a missing file, no model, an unknown
-run id) becomes a `UsageProblem`: one line on stderr and exit status 2.
+run id) becomes a `UsageProblem`: one line on stderr and exit status 2. Each command imports the
+rooms it uses when it runs, after its input is checked: a mistake is told without loading DSPy.
 """
 
 from __future__ import annotations
@@ -12,27 +13,21 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from ..core.loop.agent import DeepAgent
-from ..core.loop.ending import not_submitted
-from ..core.model.lm_options import parse_lm_options
-from ..core.model.lm import NoLMError, resolve_lm
 from ..core.loop.profiles import available_profiles
-from ..core.run.run import Run
+from ..core.model.lm_options import parse_lm_options
 from ..safe_text import plain
-from ..display.markup import not_sandboxed_line
-from ..display.text import TextProgress, summary
-from ..records.export import write_notebook
-from ..records.listing import NoSuchStep, format_step, runs_table, unsigned_note
-from ..records.replay import replay
-from ..records.store import find_record, list_records, runs_dir
 from ..settings import CLI, SETTINGS, agent_keywords, at, for_kernels
 from .inputs import load_variables, parse_load
-from .models import default_model, model_from_spec
+from .models import default_maker, model_maker
 from .parser import UsageProblem
 
+if TYPE_CHECKING:
+    from ..core.run.run import Run
+
 EXTRACTED = 3  # the exit status of a run that finished with an answer the agent did not submit (docs/cli.md)
+NO_MODEL = "no model: pass --lm openai/gpt-4o-mini (or scripted:FILE.json), or set DEEPAGENT_LM"
 
 
 def run_task(args: argparse.Namespace) -> int:
@@ -47,19 +42,29 @@ def run_task(args: argparse.Namespace) -> int:
             raise UsageProblem(f"--workspace {args.workspace}: not a directory")
     except OSError as exc:  # a name too long for the system, a folder we may not look into
         raise UsageProblem(f"--workspace {args.workspace}: {exc.strerror or exc}") from None
-    try:
-        options = parse_lm_options(args.lm_options)
-        lm = model_from_spec(args.lm, options=options) or default_model()
-        sub_lm = model_from_spec(args.sub_lm, "--sub-lm", options=options)
-        lm = resolve_lm(lm, options=options)  # no model at all: say how to name one, before anything starts
-        namespace = load_variables(args.load)
-    except NoLMError:  # (any other UserError, a bad model id or --load: main shows its one line)
-        raise UsageProblem("no model: pass --lm openai/gpt-4o-mini (or scripted:FILE.json), or set DEEPAGENT_LM") from None
+    options = parse_lm_options(args.lm_options)
+    make_lm = model_maker(args.lm, options=options) or default_maker()  # each checked, nothing made yet
+    make_sub_lm = model_maker(args.sub_lm, "--sub-lm", options=options)
+    namespace = load_variables(args.load)
+    if make_lm is None and not os.environ.get("DEEPAGENT_LM", "").strip() and "dspy" not in sys.modules:
+        raise UsageProblem(NO_MODEL)  # nothing names a model, and nobody configured DSPy's in this process
     with agent_output_to_stderr():
-        run = _run(args, task, lm, sub_lm, namespace, workspace)
+        run = _run(args, task, (make_lm, make_sub_lm, options), namespace, workspace)
     if run is None:
         return 130
     return _report(run, workspace, args.json)
+
+
+def _models(make_lm: Callable[[], Any] | None, make_sub_lm: Callable[[], Any] | None,
+            options: dict[str, Any]) -> tuple[Any, Any]:
+    """The LM and the sub-LM, made once the rest of the input is checked (this imports DSPy)."""
+    from ..core.model.lm import NoLMError, resolve_lm
+
+    try:
+        lm = resolve_lm(make_lm() if make_lm else None, options=options)
+    except NoLMError:  # (any other UserError, a bad model id: main shows its one line)
+        raise UsageProblem(NO_MODEL) from None
+    return lm, make_sub_lm() if make_sub_lm else None
 
 
 @contextlib.contextmanager
@@ -88,11 +93,18 @@ def agent_output_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def _run(args: argparse.Namespace, task: str, lm: Any, sub_lm: Any, namespace: dict[str, Any],
+def _run(args: argparse.Namespace, task: str, models: tuple[Any, Any, dict[str, Any]], namespace: dict[str, Any],
          workspace: Path) -> Run | None:
-    """The run, ended (None: interrupted, said on stderr)."""
-    pool = _pool(args) if args.max_depth > 0 else None
+    """The run, ended (None: interrupted, said on stderr). The kernels' pool is checked and started first (a kernel
+    spec or gateway that is not there is a mistake told before DSPy is imported), then the models are made."""
+    pool = None
     try:
+        pool = _pool(args) if args.max_depth > 0 else None
+        lm, sub_lm = _models(*models)
+        from ..core.loop.agent import DeepAgent
+        from ..core.run.run import Run
+        from ..display.text import TextProgress
+
         settings = agent_keywords({s.name: getattr(args, s.name) for s in at(CLI)})  # as the table says
         agent = DeepAgent(**{**settings, "lm": lm, "sub_lm": sub_lm, "workspace": workspace, "pool": pool, "door": "cli"})
         loaded = [f"{name}={path.resolve()}" for name, path in map(parse_load, args.load)]  # for an export's check
@@ -115,12 +127,20 @@ def _run(args: argparse.Namespace, task: str, lm: Any, sub_lm: Any, namespace: d
 
 
 def _pool(args: argparse.Namespace) -> Any:
+    url = SETTINGS["gateway_url"].or_env(args.gateway_url)
+    if args.kernel_name and not url:  # checked before the pool's room (and DSPy, which it imports) is loaded
+        from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+        try:
+            KernelSpecManager().get_kernel_spec(args.kernel_name)
+        except NoSuchKernel:
+            names = ", ".join(sorted(KernelSpecManager().find_kernel_specs()))
+            raise UsageProblem(f"--kernel-name: no kernel spec named {args.kernel_name!r}; installed: {names}") from None
     from ..interpreters.pool import KernelPool
     from ..interpreters.pool.gateway import Gateway, GatewayError
     from ..interpreters.pool.limits import ResourceLimits
     from ..interpreters.pool.sandbox import SandboxPolicy, refusal
 
-    url = SETTINGS["gateway_url"].or_env(args.gateway_url)
     if url:
         try:
             gateway = Gateway(url, args.gateway_token)
@@ -133,14 +153,6 @@ def _pool(args: argparse.Namespace) -> Any:
         return KernelPool(args.pool_size, kernel_name=args.kernel_name, gateway=gateway,
                           sandbox=SandboxPolicy(limits=ResourceLimits.from_settings(
                               for_kernels(vars(args), on_gateway=True)))).warm()  # those a process sets on itself
-    if args.kernel_name:
-        from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
-
-        try:
-            KernelSpecManager().get_kernel_spec(args.kernel_name)
-        except NoSuchKernel:
-            names = ", ".join(sorted(KernelSpecManager().find_kernel_specs()))
-            raise UsageProblem(f"--kernel-name: no kernel spec named {args.kernel_name!r}; installed: {names}") from None
     sandbox = SandboxPolicy(network=args.subagent_network, required=args.require_sandbox,
                             limits=ResourceLimits.from_settings(vars(args)))
     reason = sandbox.status()
@@ -151,6 +163,11 @@ def _pool(args: argparse.Namespace) -> Any:
 
 
 def _report(run: Run, workspace: Path, as_json: bool) -> int:
+    from ..core.loop.ending import not_submitted
+    from ..display.markup import not_sandboxed_line
+    from ..display.text import summary
+    from ..records.store import find_record
+
     line = not_sandboxed_line(run)
     if line:
         print(line, file=sys.stderr)
@@ -175,6 +192,9 @@ def _report(run: Run, workspace: Path, as_json: bool) -> int:
 
 
 def list_runs(args: argparse.Namespace) -> int:
+    from ..records.listing import runs_table
+    from ..records.store import list_records, runs_dir
+
     records = list_records([args.workspace], limit=args.limit)
     if not records:
         print(f"no recorded runs in {runs_dir(args.workspace)}", file=sys.stderr)
@@ -184,6 +204,8 @@ def list_runs(args: argparse.Namespace) -> int:
 
 
 def trace(args: argparse.Namespace) -> int:
+    from ..records.listing import NoSuchStep, format_step, unsigned_note
+
     record = _record(args.run, args.workspace)
     if note := unsigned_note(record):
         print(plain(note), file=sys.stderr)
@@ -193,6 +215,9 @@ def trace(args: argparse.Namespace) -> int:
         except NoSuchStep as exc:
             raise UsageProblem(str(exc)) from None
         return 0
+    from ..display.text import TextProgress
+    from ..records.replay import replay
+
     views: list[TextProgress] = []
     replay(record, on_run=lambda run: views.append(TextProgress(run, stream=sys.stdout, show_result=True)))
     return 0
@@ -202,6 +227,8 @@ def export(args: argparse.Namespace) -> int:
     if not args.out.endswith(".ipynb"):
         raise UsageProblem(f"the notebook path must end with .ipynb, got {args.out!r}")
     record = _record(args.run, args.workspace)
+    from ..records.export import write_notebook
+
     try:
         target = write_notebook(record, args.out)
     except OSError as exc:
@@ -211,6 +238,8 @@ def export(args: argparse.Namespace) -> int:
 
 
 def _record(run_id: str | None, workspace: str) -> dict[str, Any]:
+    from ..records.store import find_record, list_records, runs_dir
+
     if run_id is None:
         newest = list_records([workspace], limit=1)
         if not newest:

@@ -13,14 +13,10 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-import dspy
-
-from ..core.model.local_server import is_local, local_lm
-from ..core.model.local_weights import LocalModelError
+from ..core.model.local_server import is_local
 from ..errors import UserError
-from ..testing import ScriptedLM
 
 SCRIPTED = "scripted:"
 
@@ -32,29 +28,62 @@ class ModelError(UserError, ValueError):
 def model_from_spec(spec: str | None, flag: str = "--lm", options: dict[str, Any] | None = None) -> Any:
     """The LM ``spec`` names, a model id built with ``options`` (``--lm-option``; None stays None: the
     environment decides)."""
+    make = model_maker(spec, flag, options)
+    return make() if make is not None else None
+
+
+def model_maker(spec: str | None, flag: str = "--lm", options: dict[str, Any] | None = None) -> Callable[[], Any] | None:
+    """What makes the LM ``spec`` names, with ``spec`` checked now: a mistake in it (a name that is no model id,
+    a script that cannot be read) is a `ModelError` told before DSPy is imported, which making the LM does.
+    The command checks all of its input this way before it makes anything."""
     if spec is None:
         return None
     spec = spec.strip()
     if spec.startswith(SCRIPTED):
-        return scripted_model(spec[len(SCRIPTED):], flag)
+        return scripted_maker(spec[len(SCRIPTED):], flag)
     if is_local(spec):
-        try:
-            return local_lm(spec)
-        except LocalModelError as exc:
-            raise ModelError(str(exc)) from None
+        return lambda: _local(spec)
     if "/" not in spec or spec.startswith("/") or spec.endswith("/"):
         raise ModelError(f"{flag} {spec!r} is not a model id like 'openai/gpt-4o-mini', 'local' nor 'scripted:FILE.json'")
-    return dspy.LM(spec, **dict(options or {}))
+
+    def provider_model() -> Any:
+        import dspy
+
+        return dspy.LM(spec, **dict(options or {}))
+
+    return provider_model
+
+
+def _local(spec: str) -> Any:
+    from ..core.model.local_server import local_lm
+    from ..core.model.local_weights import LocalModelError
+
+    try:
+        return local_lm(spec)  # a missing or unreadable model file is told before DSPy is imported
+    except LocalModelError as exc:
+        raise ModelError(str(exc)) from None
 
 
 def default_model() -> Any:
     """The LM from ``DEEPAGENT_LM`` when it names a script or the local model (a model id is left to the
     core's resolution)."""
+    make = default_maker()
+    return make() if make is not None else None
+
+
+def default_maker() -> Callable[[], Any] | None:
+    """`model_maker` for ``DEEPAGENT_LM`` when it names a script or the local model."""
     env = os.environ.get("DEEPAGENT_LM", "").strip()
-    return model_from_spec(env, "DEEPAGENT_LM") if env.startswith(SCRIPTED) or is_local(env) else None
+    return model_maker(env, "DEEPAGENT_LM") if env.startswith(SCRIPTED) or is_local(env) else None
 
 
-def scripted_model(path: str, flag: str) -> ScriptedLM:
+def scripted_model(path: str, flag: str) -> Any:
+    """A `ScriptedLM` playing the file at ``path``."""
+    return scripted_maker(path, flag)()
+
+
+def scripted_maker(path: str, flag: str) -> Callable[[], Any]:
+    """What makes the `ScriptedLM` playing the file at ``path``, read and checked now."""
     if not path:
         raise ModelError(f"{flag} scripted: needs a file, e.g. scripted:steps.json")
     file = Path(path).expanduser()
@@ -71,10 +100,20 @@ def scripted_model(path: str, flag: str) -> ScriptedLM:
     try:
         steps = [_step(step) for step in data["steps"]] if "steps" in data else None
         scripts = {str(key): [_step(step) for step in value] for key, value in (data.get("scripts") or {}).items()}
-        return ScriptedLM(steps, scripts=scripts, replies=data.get("replies", "(scripted reply)"),
-                          latency=float(data.get("latency", 0.0)), model=f"scripted/{file.stem}")
+        latency = float(data.get("latency", 0.0))
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         raise ModelError(f"{flag}: a step in {path} is not [reasoning, code], {{\"reasoning\", \"code\"}} or code: {exc}") from None
+
+    def scripted() -> Any:
+        from ..testing import ScriptedLM
+
+        try:
+            return ScriptedLM(steps, scripts=scripts, replies=data.get("replies", "(scripted reply)"), latency=latency,
+                              model=f"scripted/{file.stem}")
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise ModelError(f"{flag}: the script {path} cannot be played: {exc}") from None
+
+    return scripted
 
 
 def _step(step: Any) -> Any:

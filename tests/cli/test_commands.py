@@ -215,12 +215,19 @@ def test_runs_trace_and_export_read_the_records_the_run_left(tmp_path):
 
 
 def test_the_magics_and_the_command_line_share_one_table_and_step_format():
+    """Both take the runs' table and a step's text from records.listing (imported by the command and the magic
+    that use them, so that starting either loads no listing: tests/test_start_fast.py)."""
+    import ast
+    import inspect as source
+
     from deepagent_magics.cli import commands
     from deepagent_magics.magics import inspect
-    from deepagent_magics.records import listing
 
-    assert commands.runs_table is listing.runs_table is inspect.runs_table
-    assert commands.format_step is listing.format_step
+    for module in (commands, inspect):
+        imported = {alias.name for node in ast.walk(ast.parse(source.getsource(module)))
+                    if isinstance(node, ast.ImportFrom) and node.module == "records.listing" and node.level == 2
+                    for alias in node.names}
+        assert {"runs_table", "format_step"} <= imported, module.__name__
 
 
 # ---------------------------------------------------------------------------------------------- bad input

@@ -59,7 +59,7 @@ def test_the_command_line_says_its_process_ends_with_the_run(tmp_path, monkeypat
     from deepagent_magics.cli import commands, main
 
     lm = ScriptedLM([("Add.", "SUBMIT(result=str(sum(numbers)))")])
-    monkeypatch.setattr(commands, "model_from_spec", lambda spec, *a, **k: lm if spec else None)
+    monkeypatch.setattr(commands, "model_maker", lambda spec, *a, **k: (lambda: lm) if spec else None)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "n.json").write_text("[1, 2, 39]")
     assert main(["run", "Add the numbers", "--lm", "scripted", "--load", "numbers=n.json", "--workspace", "ws",

@@ -43,8 +43,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import dspy
-
 from .local_weights import INSTALL_HINT, MODEL_NAME, LocalModelError, bundled_model, check_gguf
 
 LOCAL = "local"
@@ -97,6 +95,8 @@ class LocalServer:
     @property
     def lm(self) -> dspy.LM:
         if self._lm is None:
+            import dspy  # here: naming the local model (`is_local`) loads no model library
+
             lm = dspy.LM(f"openai/{self.name}", api_base=f"{self.url}/v1", api_key=self.key,
                          temperature=0.0, max_tokens=MAX_TOKENS, cache=False)
             lm.deepagent_context_window = max(1, self.context - MAX_TOKENS)
