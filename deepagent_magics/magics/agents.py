@@ -16,22 +16,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..core.model.lm import make_lm
 from ..core.loop.capability import Capability
-from ..core.loop.notebook_tools import as_tool, taken_names
 from ..core.loop.profiles import available_profiles
-from ..core.loop.subagent_types import SubAgentType, check_type_name
-from ..tools.delegation.tools import PACKAGED_DESCRIPTIONS
-from ..tuning import programs
 from ..settings import SETTINGS
 from .inputs.flags import one_line, parse_flags, unquote, user_errors
 from .configured import AgentMagicsBase
+
+if TYPE_CHECKING:
+    from ..core.loop.subagent_types import SubAgentType
 
 OFF = ("off", "none", "")
 
@@ -50,6 +48,9 @@ class TypeSpec:
 
     def build(self, namespace: dict[str, Any]) -> SubAgentType:
         """The `SubAgentType`, its tools and LM taken from the notebook now (a UsageError if gone)."""
+        from ..core.loop.subagent_types import SubAgentType
+        from ..core.model.lm import make_lm
+
         tools = notebook_tools(self.tools, namespace, f"sub-agent type {self.name!r}: --tools")
         try:
             lm = make_lm(self.lm, namespace) if self.lm is not None else None
@@ -71,6 +72,8 @@ def tool_names(value: Any) -> tuple[str, ...]:
 
 def notebook_tools(names: Any, namespace: dict[str, Any], flag: str = "--tools") -> list:
     """The notebook functions ``names`` as agent tools; a name that is not one is a UsageError line."""
+    from ..core.loop.notebook_tools import as_tool, taken_names
+
     builtin = taken_names()
     out = []
     for name in tool_names(names) if not isinstance(names, tuple) else names:
@@ -149,6 +152,8 @@ def load_types(core: Any, data: Any, namespace: dict[str, Any], flag: str) -> li
     """Register the types saved by `saved_types`, all or none (each is checked first); their names."""
     if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
         raise UsageError(f"{flag}: the saved sub-agent types are not a list of objects")
+    from ..core.loop.subagent_types import check_type_name
+
     specs = []
     for item in data:
         try:
@@ -181,6 +186,9 @@ class AgentTypeMagics(AgentMagicsBase):
     @cell_magic
     def deepagent_agent(self, line: str, cell: str) -> None:
         """Define a sub-agent type: the cell body is its instructions."""
+        from ..core.loop.subagent_types import check_type_name
+        from ..core.model.lm import make_lm
+
         args = parse_flags(self.deepagent_agent, line)
         core = self._core()
         if not args.name:
@@ -216,6 +224,8 @@ class AgentTypeMagics(AgentMagicsBase):
     @line_magic
     def deepagent_agents(self, line: str) -> None:
         """List the sub-agent types (packaged and yours), or remove one of yours."""
+        from ..tuning import programs
+
         args = parse_flags(self.deepagent_agents, line)
         types = _types(self._core())
         if args.remove is not None:
@@ -235,6 +245,8 @@ class AgentTypeMagics(AgentMagicsBase):
 
 
 def describe(types: dict[str, TypeSpec]) -> str:
+    from ..tools.delegation.tools import PACKAGED_DESCRIPTIONS
+
     rows = [("name", "kind", "tools", "lm", "max-iters", "description")]
     for name in available_profiles():
         rows.append((name, "packaged", "-", "-", "-", PACKAGED_DESCRIPTIONS.get(name, "")))

@@ -3,32 +3,27 @@
     %deepagent_bench dabench --limit 20 --baselines cot,react --lm openai/gpt-4o-mini --save bench --out table
 
 Shows and returns the table (a `BenchReport`, also in ``_deepagent_bench``); every mistake is
-one `UsageError` line before anything runs. See docs/quality.md.
+one `UsageError` line before anything runs. See docs/quality.md. The benchmark is imported when the
+magic is first used.
 
 The benchmark itself is tuning/bench.py; the shell's front door is cli/bench.py.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..tuning.bench import (
-    BENCH_BASELINES,
-    BenchError,
-    BenchReport,
-    SuiteUnavailable,
-    UnknownSuite,
-    check_arguments,
-    parse_where,
-    run_suite,
-)
-from ..tuning.progress import progress_for
-from ..tuning.suites import SUITES
+from ..tuning.choices import BENCH_BASELINES, SUITES
 from .inputs.flags import parse_flags
 from .inputs.out_name import check_out
 from .configured import AgentMagicsBase
+
+if TYPE_CHECKING:
+    from ..tuning.bench import BenchReport
 
 
 @magics_class
@@ -51,6 +46,9 @@ class BenchMagics(AgentMagicsBase):
     @line_magic
     def deepagent_bench(self, line: str) -> BenchReport:
         """Measure the deep agent (and baselines) on a public benchmark suite; show and return the table."""
+        from ..tuning.bench import BenchError, SuiteUnavailable, UnknownSuite, check_arguments, parse_where, run_suite
+        from ..tuning.progress import progress_for
+
         args = parse_flags(self.deepagent_bench, line)
         check_out(args.out)
         try:

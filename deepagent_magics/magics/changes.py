@@ -14,13 +14,14 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..core.policy import undo
 from ..interpreters.provenance import UserCells
-from ..display.markup import not_sandboxed_line
 from .configured import AgentMagicsBase
 from .inputs.flags import one_line, parse_flags
 
 
 def summarize(run: Any) -> None:
     """The cell's summary after a run: approvals refused or a stop, and what the run changed."""
+    from ..display.markup import not_sandboxed_line
+
     refused = [entry for entry in run_tree_approvals(run) if entry["decision"] == "refused"]
     if run.status == "stopped":
         print(f"deepagent: the run was {run.error or 'stopped'}; its steps and variables are kept "

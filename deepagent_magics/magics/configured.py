@@ -1,28 +1,22 @@
-"""What the magics after ``%%deepagent`` share: the configured `DeepAgentMagics`, and the agent it would build."""
+"""What the magics after ``%%deepagent`` share: the configured `DeepAgentMagics`, and the agent it would build.
+
+Like every magic's module, it imports the agent (and DSPy) when a magic first needs it, not when the
+extension loads (tests/test_start_fast.py).
+"""
 
 from __future__ import annotations
 
 from argparse import Namespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import dspy
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics
 
-from ..core.loop.agent import DeepAgent
-from ..core.model.lm import NoLMError, resolve_lm
 from ..core.loop.profiles import available_profiles
 from ..errors import UserError
 
-
-class _PreviewLM(dspy.BaseLM):
-    """Stands in for the LM when the prompt is only shown: the prompt does not depend on the model."""
-
-    def __init__(self):
-        super().__init__(model="(no LM: prompt preview)")
-
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        raise NoLMError("the prompt preview has no LM")
+if TYPE_CHECKING:
+    from ..core.loop.agent import DeepAgent
 
 
 class AgentMagicsBase(Magics):
@@ -43,13 +37,15 @@ class AgentMagicsBase(Magics):
 
     def _agent(self, profile: str, lm: str | None = None, *, need_lm: bool = True) -> DeepAgent:
         """The agent ``%%deepagent --profile profile`` would run (a UsageError when no LM is set and one is needed)."""
+        from ..core.model.lm import PreviewLM, resolve_lm
+
         core = self._core()
         args = Namespace(profile=profile, lm=lm)
         if not need_lm:
             try:
                 resolve_lm(lm, core.lm, namespace=self.shell.user_ns)
             except UserError:  # no LM, or not one: the preview needs none
-                args.lm = _PreviewLM()
+                args.lm = PreviewLM()
         return core.build_agent(args)
 
     def _variable(self, name: str, flag: str) -> Any:

@@ -5,7 +5,7 @@ the workspaces of this session's runs, so they work for runs of earlier
 sessions and for runs that were interrupted or crashed. A record is data anyone could
 have written (the agent can, with ``write_file``): reading one is defensive
 (`records.store`), and one that cannot be read is skipped in the list and one line
-for the others.
+for the others. The records' rooms are imported when one of the magics is first used.
 """
 
 from __future__ import annotations
@@ -18,20 +18,17 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..core.run.secrets import scrub
-from ..display import show_record
 from ..safe_text import plain
-from ..records.export import write_notebook
-from ..records.listing import NoSuchStep, runs_table, unsigned_note
-from ..records.listing import format_step as _format_step
-from ..records.store import find_record, list_records, runs_dir
 from .inputs.flags import one_line, parse_flags
 from .inputs.folders import expand_path
 
 
 def format_step(record: dict[str, Any], number: int) -> str:
     """One step of a record as text (records.listing); a step out of range is a UsageError."""
+    from ..records.listing import NoSuchStep, format_step as listed_step
+
     try:
-        return _format_step(record, number)
+        return listed_step(record, number)
     except NoSuchStep as exc:
         raise UsageError(str(exc)) from None
 
@@ -58,6 +55,8 @@ class InspectMagics(Magics):
         return list(found.values())
 
     def record(self, run_id: str | None, workspace: str | None = None) -> dict[str, Any]:
+        from ..records.store import find_record, list_records, runs_dir
+
         directories = self.directories(workspace)
         if run_id is None:
             last = self._agent_magics.last_run if self._agent_magics else None
@@ -84,6 +83,9 @@ class InspectMagics(Magics):
     @line_magic
     def deepagent_runs(self, line: str) -> None:
         """A table of recent runs read from their records."""
+        from ..records.listing import runs_table
+        from ..records.store import list_records, runs_dir
+
         args = parse_flags(self.deepagent_runs, line)
         if args.limit <= 0:
             raise UsageError(f"--limit must be positive, got {args.limit}")
@@ -102,6 +104,9 @@ class InspectMagics(Magics):
     @line_magic
     def deepagent_trace(self, line: str) -> Any:
         """Show a past run again (the dashboard, or text without widgets), or print one of its steps."""
+        from ..display import show_record
+        from ..records.listing import unsigned_note
+
         args = parse_flags(self.deepagent_trace, line)
         record = self.record(args.run, args.workspace)
         if note := unsigned_note(record):
@@ -127,6 +132,8 @@ class InspectMagics(Magics):
         if not path.endswith(".ipynb"):
             raise UsageError(f"the notebook path must end with .ipynb, got {path!r} (usage: %deepagent_export [RUN] PATH.ipynb)")
         record = self.record(run_id, args.workspace)
+        from ..records.export import write_notebook
+
         try:
             target = write_notebook(record, path)
         except OSError as exc:

@@ -16,7 +16,6 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..safe_text import plain
-from ..tools.memory import MemoryStoreError, store_for
 from .inputs.flags import parse_flags, unquote
 from .configured import AgentMagicsBase
 
@@ -51,6 +50,8 @@ class MemoryMagics(AgentMagicsBase):
     @line_magic
     def deepagent_memory(self, line: str) -> None:
         """List or search the agent's memories; add or forget one."""
+        from ..tools.memory import MemoryStoreError, store_for  # the memory tools' room, on first use
+
         args = parse_flags(self.deepagent_memory, line)
         if args.limit < 1:
             raise UsageError(f"--limit must be at least 1, not {args.limit}")

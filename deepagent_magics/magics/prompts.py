@@ -6,7 +6,8 @@
     %deepagent_prompt --diff | --reset | --save tuned.json | --load tuned.json
 
 The agents are built by ``%%deepagent``'s own `build_agent` (same settings, same
-tools); `tuning.programs` holds what hand-tuning and optimisation changed.
+tools); `tuning.programs` holds what hand-tuning and optimisation changed (imported, with the agent,
+when the magic is first used).
 """
 
 from __future__ import annotations
@@ -20,11 +21,9 @@ from IPython.core.error import UsageError
 from IPython.core.magic import line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..core.loop import pipeline
 from ..core.run.secrets import scrub
 from ..core.loop.profiles import load_profile, packaged_text
 from . import agents
-from ..tuning import programs
 from .inputs.flags import one_line, parse_flags
 from .inputs.folders import expand_path
 from .configured import AgentMagicsBase
@@ -52,6 +51,8 @@ class PromptMagics(AgentMagicsBase):
     @line_cell_magic
     def deepagent_prompt(self, line: str, cell: str | None = None) -> None:
         """Show the agent's prompt; as a cell magic, replace its instructions with the cell body."""
+        from ..tuning import programs
+
         args = parse_flags(self.deepagent_prompt, line)
         profile = self._profile(args.profile)
         if cell is not None:
@@ -115,6 +116,8 @@ class PromptMagics(AgentMagicsBase):
 
     def diff(self, profile: str) -> str:
         """Unified diffs: the profile's text against its file, and a tuned action prompt against the text's."""
+        from ..tuning import programs
+
         out = []
         packaged, current = self._texts(profile)
         if current != packaged:
@@ -155,6 +158,8 @@ class PromptMagics(AgentMagicsBase):
         print(f"deepagent_prompt: saved profile {profile!r} ({self._source(profile)}){kept} to {path}")
 
     def load(self, profile: str, path: str) -> None:
+        from ..tuning import programs
+
         path = expand_path(path)
         if not Path(path).is_file():
             raise UsageError(f"--load {path}: no such file")
@@ -180,6 +185,8 @@ class PromptMagics(AgentMagicsBase):
         return packaged_text(profile), load_profile(profile).text
 
     def _source(self, profile: str) -> str:
+        from ..tuning import programs
+
         if not agents.is_type(self._core(), profile):
             return programs.describe(profile)
         packaged, current = self._texts(profile)
@@ -204,6 +211,8 @@ def last_request(run: Any) -> str:
     what the step pipeline kept (`core.loop.pipeline.last_request`)."""
     if run is None:
         raise UsageError("no agent run in this kernel session yet: run a %%deepagent cell first")
+    from ..core.loop import pipeline
+
     messages = pipeline.last_request(run)
     if not messages:
         raise UsageError(f"run {run.id} sent no request for a step")

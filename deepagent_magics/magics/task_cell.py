@@ -3,7 +3,8 @@
 The magic parses the cell, resolves the settings (cell flags, then the
 configured defaults), runs the agent in the kernel's own namespace, shows the
 run while it works and stores the result. Every mistake, and a failed run, is
-one line (`inputs`): checked before anything runs or a setting sticks.
+one line (`inputs`): checked before anything runs or a setting sticks. The agent, its display and
+DSPy are imported by the first cell that runs one, not when the extension loads.
 """
 
 from __future__ import annotations
@@ -11,22 +12,17 @@ from __future__ import annotations
 import os
 import re
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from traitlets import observe
 
-from ..core.loop.agent import DeepAgent
-from ..core.model.lm import NoLMError, lm_label, make_lm, resolve_lm
 from ..core.loop.profiles import available_profiles
 from ..core.run.run import Run
-from ..core.run.session import NamespaceBusy
-from ..display import show_result, show_run
 from ..interpreters.runtime_checks import deferred
 from ..settings import agent_keywords, for_kernels
-from ..tuning import programs
 from . import agents, changes, followup, gateway_settings, setting_flags
 from .inputs.approval_flags import check_approval, resolve_policy
 from .inputs.connections import check_kernel_name, check_mcp_servers
@@ -36,6 +32,9 @@ from .inputs.interpolation import expansion_line, interpolate_task
 from .inputs.lm_option_flags import lm_option_values
 from .inputs.out_name import check_out
 from .setting_flags import CELL, CONFIG, SettingTraits, flags
+
+if TYPE_CHECKING:
+    from ..core.loop.agent import DeepAgent
 
 
 _NONE = object()  # no _deepagent_run in the notebook yet
@@ -76,6 +75,9 @@ class DeepAgentMagics(SettingTraits):
     @cell_magic
     def deepagent(self, line: str, cell: str) -> None:
         """Hand the cell's text to a deep agent whose REPL is this notebook."""
+        from ..core.run.session import NamespaceBusy
+        from ..display import show_result, show_run
+
         args = parse_flags(self.deepagent, line)
         namespace = self.shell.user_ns
         check_out(args.out)
@@ -144,6 +146,10 @@ class DeepAgentMagics(SettingTraits):
 
     def build_agent(self, args: Any) -> DeepAgent:
         """A `DeepAgent` from the cell's flags over the configured defaults; a bad value is a UsageError."""
+        from ..core.loop.agent import DeepAgent
+        from ..core.model.lm import make_lm, resolve_lm
+        from ..tuning import programs
+
         settings = {name: getattr(args, name, None) for name in self.SETTINGS}
         for name, value in settings.items():
             if value is None:
@@ -178,6 +184,8 @@ class DeepAgentMagics(SettingTraits):
     @line_magic
     def deepagent_config(self, line: str) -> None:
         """Show the deep agent defaults, or set them."""
+        from ..core.model.lm import make_lm
+
         gateway_settings.forget_typed_flags(self.shell, line)  # first: a mistake below must not leave a token in In
         args = parse_flags(self.deepagent_config, line)
         updates = {name: getattr(args, name) for name in self.SETTINGS if getattr(args, name, None) is not None}
@@ -252,6 +260,8 @@ class DeepAgentMagics(SettingTraits):
         return "deepagent settings (%config DeepAgentMagics.<name> = ...):\n" + "\n".join(rows)
 
     def _lm_source(self) -> str:
+        from ..core.model.lm import NoLMError, lm_label, resolve_lm
+
         try:
             return f"{lm_label(resolve_lm(None, namespace=self.shell.user_ns))} (from dspy.configure or DEEPAGENT_LM)"
         except NoLMError:

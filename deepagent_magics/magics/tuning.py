@@ -2,35 +2,31 @@
 
     %deepagent_eval --devset dev --metric exact --baselines cot,react
     %deepagent_optimize --trainset train --valset dev --metric exact --optimizer gepa
+
+The tuning room (DSPy's optimisers among it) is imported when one of them is first used.
 """
 
 from __future__ import annotations
 
 import logging
 from contextlib import contextmanager
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-import dspy
 from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..core.model.lm import make_lm
-from ..tuning import programs
-from ..tuning.evaluate import Evaluation, evaluate
-from ..tuning.examples import ExamplesError, Metric, as_examples
-from ..tuning.optimize import (
-    AUTO,
-    OPTIMIZERS,
-    Optimization,
-    OptimizerUnavailable,
-    compile_agent,
-)
-from ..tuning.progress import progress_for
-from ..tuning.systems import BASELINES, DEEP_AGENT, OPTIMIZED, systems_for
+from ..tuning.choices import AUTO, BASELINES, OPTIMIZERS
 from .inputs.flags import parse_flags
 from .inputs.out_name import check_out
 from .configured import AgentMagicsBase
+
+if TYPE_CHECKING:
+    import dspy
+
+    from ..tuning.evaluate import Evaluation
+    from ..tuning.examples import Metric
+    from ..tuning.optimize import Optimization
 
 
 @magics_class
@@ -38,12 +34,16 @@ class TuningMagics(AgentMagicsBase):
     """``%deepagent_eval`` and ``%deepagent_optimize``."""
 
     def _examples(self, name: str, flag: str) -> list[dspy.Example]:
+        from ..tuning.examples import ExamplesError, as_examples
+
         try:
             return as_examples(self._variable(name, flag), name)
         except ExamplesError as exc:
             raise UsageError(f"{flag} {name}: {exc}") from None
 
     def _metric(self, name: str) -> Metric:
+        from ..tuning.examples import Metric
+
         function = self._variable(name, "--metric")
         if not callable(function):
             raise UsageError(f"--metric {name}: {name!r} is a {type(function).__name__}, not a function "
@@ -62,6 +62,11 @@ class TuningMagics(AgentMagicsBase):
     @line_magic
     def deepagent_eval(self, line: str) -> Evaluation:
         """Score the deep agent (and baselines) on examples from the notebook; show and return the table."""
+        from ..tuning import programs
+        from ..tuning.evaluate import evaluate
+        from ..tuning.progress import progress_for
+        from ..tuning.systems import systems_for
+
         args = parse_flags(self.deepagent_eval, line)
         check_out(args.out)
         examples = self._examples(args.devset, "--devset")
@@ -102,6 +107,13 @@ class TuningMagics(AgentMagicsBase):
     @line_magic
     def deepagent_optimize(self, line: str) -> Optimization:
         """Optimise the agent with a DSPy optimiser; show the validation score before and after; install it."""
+        from ..core.model.lm import make_lm
+        from ..tuning import programs
+        from ..tuning.evaluate import evaluate
+        from ..tuning.optimize import Optimization, OptimizerUnavailable, compile_agent
+        from ..tuning.progress import progress_for
+        from ..tuning.systems import DEEP_AGENT, OPTIMIZED, systems_for
+
         args = parse_flags(self.deepagent_optimize, line)
         check_out(args.out)
         trainset = self._examples(args.trainset, "--trainset")

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import pytest
 from IPython.core.error import UsageError
 
-from deepagent_magics.core.model.lm import NoLMError
-from deepagent_magics.magics.configured import AgentMagicsBase, _PreviewLM
+from deepagent_magics.core.model.lm import NoLMError, PreviewLM
+from deepagent_magics.magics.configured import AgentMagicsBase
 from deepagent_magics.magics.tuning import TuningMagics
 from deepagent_magics.testing import ScriptedLM
 
@@ -43,7 +43,7 @@ def test_the_agent_is_the_one_the_cell_would_run_with_its_configured_settings(ip
 
 def test_a_preview_needs_no_lm_and_its_stand_in_refuses_to_be_called(ip):
     agent = magics(ip)._agent("default", None, need_lm=False)
-    assert isinstance(agent.lm, _PreviewLM)
+    assert isinstance(agent.lm, PreviewLM)
     with pytest.raises(NoLMError):
         agent.lm.forward(messages=[])
 

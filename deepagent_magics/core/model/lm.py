@@ -67,5 +67,16 @@ def _resolve(explicit: Any, configured: Any, namespace: Mapping[str, Any] | None
     raise NoLMError(NO_LM_MESSAGE)
 
 
+class PreviewLM(dspy.BaseLM):
+    """Stands in for the LM when the prompt is only shown (``%deepagent_prompt``): the prompt does not depend
+    on the model."""
+
+    def __init__(self):
+        super().__init__(model="(no LM: prompt preview)")
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NoLMError("the prompt preview has no LM")
+
+
 def lm_label(lm: Any) -> str:
     return str(getattr(lm, "model", type(lm).__name__))
