@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "latest.json"
 DOCS = ROOT / "docs" / "benchmarks.md"
 BENCHMARKS = ["step_time", "subagent_start", "fanout", "prompt_size", "model_reads", "prompt_growth", "display_update",
-              "memory", "gateway", "compaction", "prompt_cache", "audit_hook", "tracing", "local_model"]
+              "memory", "gateway", "compaction", "prompt_cache", "audit_hook", "tracing", "local_model", "start_up"]
 SMOKE = ["step_time", "prompt_size"]
 TIME_LIMIT = 300  # seconds one benchmark may take before it is reported as failed (unless its module says otherwise)
 
