@@ -80,13 +80,13 @@ def test_each_class_keeps_the_builtin_base_its_callers_catch():
 
 # ------------------------------------------------------------------------------------ the boundaries
 def test_a_user_error_from_deep_inside_is_one_usage_error_line_at_the_magic(ip, monkeypatch):
-    from deepagent_magics.magics import task_cell
+    from deepagent_magics.core.model import lm as lm_module
 
     def refuse(*args, **kwargs):
         raise InvalidValue("the model id is wrong\nsecond line of detail")
 
     ip.user_ns["lm"] = lm = ScriptedLM([("Done.", "SUBMIT(result='x')")])
-    monkeypatch.setattr(task_cell, "resolve_lm", refuse)
+    monkeypatch.setattr(lm_module, "resolve_lm", refuse)  # the magic imports it when it builds the agent
     error = ip.run_cell("%%deepagent --lm lm\ndo it").error_in_exec
     assert type(error) is UsageError and str(error) == "the model id is wrong"
     assert lm.requests == []
@@ -94,13 +94,13 @@ def test_a_user_error_from_deep_inside_is_one_usage_error_line_at_the_magic(ip, 
 
 def test_a_bug_is_not_dressed_as_a_users_mistake(ip, monkeypatch):
     """The magic catches the family, not ValueError/TypeError/OSError: a bug keeps its traceback."""
-    from deepagent_magics.magics import task_cell
+    from deepagent_magics.core.model import lm as lm_module
 
     def bug(*args, **kwargs):
         raise ValueError("a bug in the package, not the user's mistake")
 
     ip.user_ns["lm"] = ScriptedLM([("Done.", "SUBMIT(result='x')")])
-    monkeypatch.setattr(task_cell, "resolve_lm", bug)
+    monkeypatch.setattr(lm_module, "resolve_lm", bug)  # the magic imports it when it builds the agent
     error = ip.run_cell("%%deepagent --lm lm\ndo it").error_in_exec
     assert type(error) is ValueError
 
