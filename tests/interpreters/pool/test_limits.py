@@ -17,7 +17,7 @@ from IPython.core.error import UsageError
 
 from deepagent_magics.cli.commands import _pool
 from deepagent_magics.cli.parser import build_parser
-from deepagent_magics.interpreters.pool import default_pool, limits, sandbox, stop_default_pool
+from deepagent_magics.interpreters.pool import default_pool, limits, stop_default_pool
 from deepagent_magics.interpreters.pool.limits import (
     LIMITS,
     RLIMIT,
@@ -144,12 +144,3 @@ def test_the_process_rlimit_is_set_only_where_it_counts_one_sandbox_and_never_fo
     assert not counts_processes([])  # no sandbox: it would count every process of the user
     setuid = os.stat("/usr/bin/bwrap").st_mode & 0o4000
     assert counts_processes(["/usr/bin/bwrap", "--"]) == (unprivileged and not setuid)
-
-
-@pytest.mark.subprocess  # probes the sandbox: bwrap, prlimit, ldconfig (pyseccomp's find_library)
-def test_each_folder_of_the_sandbox_in_memory_gets_a_size(tmp_path):
-    argv = sandbox.wrap(["python"], workspace=str(tmp_path / "w"), kernel_dir=str(tmp_path), home=str(tmp_path / "h"),
-                        tmpfs_size=1 << 20)
-    tmpfs = [i for i, word in enumerate(argv) if word == "--tmpfs"]
-    assert tmpfs and all(argv[i - 2:i] == ["--size", str(1 << 20)] for i in tmpfs)
-    assert "--size" not in sandbox.wrap(["python"], workspace=str(tmp_path / "w"), kernel_dir=str(tmp_path))
