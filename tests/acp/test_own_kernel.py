@@ -144,16 +144,19 @@ def test_a_kernel_that_does_not_heed_the_cancel_is_shut_down_and_the_turn_ends(t
                                          "open('pid', 'w').write(str(os.getpid()))\ntime.sleep(600)"]]})
 
     async def scenario():
-        await place.start("t-1", "stuck", {}, None)
-        while not (tmp_path / "pid").exists():
-            await place.poll()
-            await asyncio.sleep(0.05)
-        await place.stop()
-        return await asyncio.wait_for(follow(place), 60)
+        try:
+            await place.start("t-1", "stuck", {}, None)
+            while not (tmp_path / "pid").exists():
+                await place.poll()
+                await asyncio.sleep(0.05)
+            await place.stop()
+            return await asyncio.wait_for(follow(place), 60), place.manager is None
+        finally:
+            await place.close()  # (also when this test fails: a kernel that ignores SIGINT outlives its host)
 
-    _, _, poll = asyncio.run(scenario())
+    (_, _, poll), shut_down = asyncio.run(scenario())
     pid = int((tmp_path / "pid").read_text())
-    assert poll.ended and poll.error == "the kernel was shut down" and place.manager is None
+    assert poll.ended and poll.error == "the kernel was shut down" and shut_down
     assert gone(pid)
 
 
