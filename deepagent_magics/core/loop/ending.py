@@ -48,6 +48,23 @@ def not_submitted(extracted: str) -> str:
     return f"not submitted by the agent: its answer was taken from its output ({extracted})"
 
 
+ENDINGS = ("SUBMIT", "stall", "extraction", "spend cap", "failure")  # how a run's answer came (`ended_by`)
+
+
+def ended_by(run: Any) -> str:
+    """How ``run`` ended, one of `ENDINGS`: its own ``SUBMIT``; RLM's extract after a stall, after the last
+    step, or at a spend cap; or no answer at all (failed, stopped, out of budget): what a benchmark counts."""
+    if run.status != "finished":
+        return "failure"
+    if not run.extracted:
+        return "SUBMIT"
+    if run.config.get("stalled"):
+        return "stall"
+    if (run.config.get("spend") or {}).get("final_answer") == "extract":
+        return "spend cap"
+    return "extraction"
+
+
 def check_stall(session: Any) -> None:
     """Before the next step is asked for: `Stalled` when the last `STALL_STEPS` steps were one step."""
     steps = session.run.steps[-STALL_STEPS:]

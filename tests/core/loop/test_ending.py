@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from deepagent_magics import DeepAgent, ScriptedLM
-from deepagent_magics.core.loop.ending import STALL_STEPS, Stalled, check_stall, not_submitted
+from deepagent_magics.core.loop.ending import STALL_STEPS, Stalled, check_stall, ended_by, not_submitted
 from deepagent_magics.core.run.run import Run
 
 
@@ -46,3 +46,19 @@ def test_a_cap_reached_gives_the_root_one_final_answer_from_what_it_has(tmp_path
     run = DeepAgent(lm=lm, workspace=tmp_path, max_tokens=150).run("Compute", namespace={})
     assert run.status == "finished" and run.result == "391" and run.extracted.startswith("a spend cap was reached")
     assert run.config["spend"]["final_answer"] == "extract"
+
+
+def test_how_each_run_ended_is_told_apart_from_the_run_itself(tmp_path):
+    """A benchmark counts how answers came: the agent's SUBMIT, or extract after a stall, after the last step or at
+    a cap, or none (a failure); each from what the run recorded, not from its wording."""
+    extract = lambda prompt: {"reasoning": "it printed 391", "result": "391"}  # noqa: E731
+    agent = lambda lm, **kw: DeepAgent(lm=lm, workspace=tmp_path, **kw)  # noqa: E731
+    submitted = agent(ScriptedLM(["SUBMIT(result='391')"])).run("Compute", namespace={})
+    stalled = agent(ScriptedLM(["print(17 * 23)"] * 5, replies=extract), max_iters=10).run("Compute", namespace={})
+    ran_out = agent(ScriptedLM(["print(1)", "print(2)"], replies=extract), max_iters=2).run("Compute", namespace={})
+    capped = agent(ScriptedLM(["x = 391\nprint(x)", "print('more')"], tokens=(100, 10), replies=extract),
+                   max_tokens=150).run("Compute", namespace={})
+    failed = agent(ScriptedLM(["1 / 0"] * 5, replies=extract), max_iters=10).run("Compute", namespace={})
+    assert [ended_by(run) for run in (submitted, stalled, ran_out, capped, failed)] == [
+        "SUBMIT", "stall", "extraction", "spend cap", "failure"]
+    assert ran_out.extracted and ran_out.status == "finished"
