@@ -12,6 +12,7 @@ Its front doors are cli/bench.py (`deepagent bench`) and magics/bench.py (`%deep
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -23,6 +24,7 @@ from .bench_report import BenchReport
 from .evaluate import evaluate
 from .examples import Metric
 from .choices import BENCH_BASELINES, DEEPAGENTS
+from .machine_load import MachineLoad
 from .langchain_baseline import (
     BaselineUnavailable,
     DeepAgentsSystem,
@@ -100,20 +102,36 @@ def run_suite(suite: str, lm: Any = None, *, limit: int | None = None, baselines
         except BaselineUnavailable as exc:
             raise BenchError(str(exc)) from None
         systems = {name: systems[name] for name in [*names, DEEP_AGENT]}  # baselines as named, then the agent
-    table = evaluate(systems, examples_for(tasks), metric, threads, progress)
-    rows, steps = [], {}
-    for row in table.rows:
-        task = tasks[row["example"]]
-        steps[(row["system"], task.id)] = row.get("trajectory") or []
-        rows.append({"system": row["system"], "task_id": task.id, "score": row["score"],
-                     "scored": task.gold is not None, "answer": row["result"], "tokens": row["tokens"],
-                     "cost": row.get("cost"), "seconds": row.get("seconds", 0.0), "steps": row["steps"],
-                     "error": row["error"], **{key: value for key, value in task.meta.items() if key not in ("concepts", "writes")}})
     report = BenchReport(found.name, found.title, split or found.default_split, lm_label(model), found.metric,
-                         table.systems, rows, steps=steps)
+                         list(systems), [])
+    done = report.done_file(out) if out is not None else None
+
+    def keep(row: dict[str, Any]) -> None:  # each row as it is done: a long run that stops keeps what it has
+        with open(done, "a", encoding="utf-8") as handle:  # type: ignore[arg-type]
+            handle.write(json.dumps({**bench_row(row, tasks), "steps_taken": row.get("trajectory") or []},
+                                    default=str) + "\n")
+
+    if done is not None:
+        done.parent.mkdir(parents=True, exist_ok=True)
+        done.write_text("", encoding="utf-8")
+    with MachineLoad() as load:
+        table = evaluate(systems, examples_for(tasks), metric, threads, progress, on_row=keep if done else None)
+    report.rows = [bench_row(row, tasks) for row in table.rows]
+    report.steps = {(row["system"], tasks[row["example"]].id): row.get("trajectory") or [] for row in table.rows}
+    report.machine = load.summary()
     if out is not None:
         report.write(out)
     return report
+
+
+def bench_row(row: dict[str, Any], tasks: list[Task]) -> dict[str, Any]:
+    """An evaluation's row as the report keeps it: the task's id and details instead of its index."""
+    task = tasks[row["example"]]
+    return {"system": row["system"], "task_id": task.id, "score": row["score"], "scored": task.gold is not None,
+            "answer": row["result"], "tokens": row["tokens"], "prompt_tokens": row.get("prompt_tokens", 0),
+            "completion_tokens": row.get("completion_tokens", 0), "ending": row.get("ending"),
+            "cost": row.get("cost"), "seconds": row.get("seconds", 0.0), "steps": row["steps"], "error": row["error"],
+            **{key: value for key, value in task.meta.items() if key not in ("concepts", "writes")}}
 
 
 __all__ = ["BENCH_BASELINES", "DEEP_AGENT", "BenchError", "BenchReport", "SuiteUnavailable", "UnknownSuite",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,25 +29,19 @@ class BenchReport:
     started: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     files: list[str] = field(default_factory=list)  # what `write` wrote
     steps: dict[tuple[str, str], list[dict[str, str]]] = field(default_factory=dict)  # (system, task_id): its steps
+    machine: dict[str, Any] = field(default_factory=dict)  # wall and CPU seconds, the load seen (`machine_load`)
 
-    def summary(self) -> dict[str, dict[str, Any]]:
-        out = {}
-        for system in self.systems:
-            rows = [row for row in self.rows if row["system"] == system]
-            scored = [row for row in rows if row["scored"]]
-            n = max(1, len(rows))
-            out[system] = {
-                "tasks": len(rows),
-                "scored": len(scored),
-                "accuracy": (sum(row["score"] for row in scored) / len(scored)) if scored else None,
-                "steps_per_task": sum(row.get("steps") or 0 for row in rows) / n,
-                "tokens_per_task": sum(row["tokens"] for row in rows) / n,
-                "cost": _cost(rows),
-                "cost_per_task": None if _cost(rows) is None else _cost(rows) / n,
-                "seconds_per_task": sum(row["seconds"] for row in rows) / n,
-                "failures": sum(bool(row["error"]) for row in rows),
-            }
-        return out
+    @classmethod
+    def read(cls, path: str | Path) -> "BenchReport":
+        """A report from the JSON file `write` made (its steps stay in the steps files)."""
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return cls(data["suite"], data["title"], data["split"], data["lm"], data["metric"], list(data["summary"]),
+                   data["rows"], started=data["started"], machine=data.get("machine") or {})
+
+    def summary(self, where: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
+        """Per system, over its rows (those whose details match ``where``, e.g. {"kind": "model"})."""
+        rows = [row for row in self.rows if all(str(row.get(key)) == value for key, value in (where or {}).items())]
+        return {system: summarize([row for row in rows if row["system"] == system]) for system in self.systems}
 
     def accuracy(self, system: str = "deep agent") -> float | None:
         return self.summary()[system]["accuracy"]
@@ -57,7 +52,7 @@ class BenchReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"suite": self.suite, "title": self.title, "split": self.split, "lm": self.lm, "metric": self.metric,
-                "started": self.started, "summary": self.summary(), "rows": self.rows}
+                "started": self.started, "machine": self.machine, "summary": self.summary(), "rows": self.rows}
 
     def to_markdown(self) -> str:
         tasks = len({row["task_id"] for row in self.rows})
@@ -74,6 +69,10 @@ class BenchReport:
             lines += ["", "Failures:", ""]
             lines += [f"- {row['system']}, task {row['task_id']}: {_one_line(row['error'])}" for row in self.failures]
         return "\n".join(lines) + "\n"
+
+    def done_file(self, out: str | Path) -> Path:
+        """``<suite>-<split>.done.jsonl``: each row (with its steps) written as it is done, while the run goes on."""
+        return Path(out).expanduser() / f"{self.suite}-{self.split}.done.jsonl"
 
     def write(self, out: str | Path) -> list[Path]:
         """``<suite>-<split>.md``, ``.json``, and per system ``.<system>.answers.jsonl`` and ``.steps.jsonl``."""
@@ -102,6 +101,37 @@ class BenchReport:
 
     def _repr_markdown_(self) -> str:
         return self.to_markdown()
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """One system's rows: accuracy over the scored ones, and per task (and per solved task) what it spent.
+
+    A solved task is one scored 1 (partial credit counts its fraction); ``endings`` counts how each answer
+    came (``SUBMIT``, ``stall``, ``extraction``, ...: `core.loop.ending.ENDINGS`), and ``right_endings`` the same
+    for the answers scored above 0."""
+    scored = [row for row in rows if row["scored"]]
+    n = max(1, len(rows))
+    solved = sum(row["score"] for row in scored)
+    per_solved = (lambda total: total / solved if solved else None)
+    return {
+        "tasks": len(rows),
+        "scored": len(scored),
+        "accuracy": (solved / len(scored)) if scored else None,
+        "solved": solved,
+        "steps_per_task": sum(row.get("steps") or 0 for row in rows) / n,
+        "tokens_per_task": sum(row["tokens"] for row in rows) / n,
+        "prompt_tokens_per_task": sum(row.get("prompt_tokens") or 0 for row in rows) / n,
+        "completion_tokens_per_task": sum(row.get("completion_tokens") or 0 for row in rows) / n,
+        "tokens_per_solved": per_solved(sum(row["tokens"] for row in rows)),
+        "prompt_tokens_per_solved": per_solved(sum(row.get("prompt_tokens") or 0 for row in rows)),
+        "completion_tokens_per_solved": per_solved(sum(row.get("completion_tokens") or 0 for row in rows)),
+        "cost": _cost(rows),
+        "cost_per_task": None if _cost(rows) is None else _cost(rows) / n,
+        "seconds_per_task": sum(row["seconds"] for row in rows) / n,
+        "failures": sum(bool(row["error"]) for row in rows),
+        "endings": dict(Counter(row["ending"] for row in rows if row.get("ending"))),
+        "right_endings": dict(Counter(row["ending"] for row in scored if row.get("ending") and row["score"] > 0)),
+    }
 
 
 def _cost(rows: list[dict[str, Any]]) -> float | None:

@@ -24,8 +24,11 @@ from .systems import DEEP_AGENT, Outcome, steps_of
 
 
 def evaluate(systems: dict[str, Callable[[dspy.Example], Outcome]], examples: list[dspy.Example],
-             metric: Metric | Callable[..., Any], threads: int = 4, progress: Any = None) -> "Evaluation":
-    """Every system on every example, ``threads`` at a time; a table of scores, steps and tokens."""
+             metric: Metric | Callable[..., Any], threads: int = 4, progress: Any = None,
+             on_row: Callable[[dict[str, Any]], None] | None = None) -> "Evaluation":
+    """Every system on every example, ``threads`` at a time; a table of scores, steps and tokens.
+
+    ``on_row``: called with each row as it is done (a long benchmark keeps what it has when it stops)."""
     metric = metric if isinstance(metric, Metric) else Metric(metric)
     progress = progress or TextProgress()
     jobs = [(name, index) for name in systems for index in range(len(examples))]
@@ -38,14 +41,16 @@ def evaluate(systems: dict[str, Callable[[dspy.Example], Outcome]], examples: li
         try:
             outcome = systems[name](example)
         except Exception as exc:  # the system failed on this example: score zero, keep going
-            outcome = Outcome(None, 0, 0, f"{type(exc).__name__}: {exc}", cost=None)  # what it spent is unknown
+            outcome = Outcome(None, 0, 0, f"{type(exc).__name__}: {exc}", cost=None,  # what it spent is unknown
+                              ending="failure")
         seconds = time.monotonic() - started
         scored = metric.score(example, outcome.pred) if outcome.pred is not None else Score(0.0)
         error = outcome.error or scored.error
         return {
             "system": name, "example": index, "task": example.task, "score": scored.score,
             "steps": outcome.steps, "tokens": outcome.tokens, "error": error,
-            "cost": outcome.cost, "seconds": round(seconds, 3),
+            "prompt_tokens": outcome.prompt_tokens, "completion_tokens": outcome.completion_tokens,
+            "ending": outcome.ending, "cost": outcome.cost, "seconds": round(seconds, 3),
             "result": getattr(outcome.pred, "result", None) if outcome.pred is not None else None,
             "trajectory": steps_of(outcome.pred),
         }
@@ -57,6 +62,8 @@ def evaluate(systems: dict[str, Callable[[dspy.Example], Outcome]], examples: li
                        for name, index in jobs}
             for future in as_completed(futures):
                 rows[futures[future]] = future.result()
+                if on_row is not None:
+                    on_row(rows[futures[future]])
                 progress.advance(futures[future][0])
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)

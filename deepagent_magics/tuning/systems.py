@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 import dspy
 from dspy.utils.usage_tracker import track_usage
 
+from ..core.loop.ending import ended_by
+from ..core.model.failures import EXTRACTED
 from ..core.model.lm import resolve_lm
 from ..core.model.usage_sink import UsageSink
 from ..core.run.run import Run
@@ -41,6 +43,9 @@ class Outcome:
     tokens: int
     error: str | None = None
     cost: float | None = 0.0  # dollars, as the provider (LiteLLM) priced the calls; None when no call had a price
+    prompt_tokens: int = 0  # of ``tokens``, those the model read
+    completion_tokens: int = 0  # and those it wrote
+    ending: str | None = None  # how the answer came: ``core.loop.ending.ENDINGS`` (None: one call, no loop)
 
 
 def _task_text(example: dspy.Example) -> str:
@@ -88,9 +93,34 @@ def _cut(text: str) -> str:
     return text if len(text) <= STEP_TEXT else text[:STEP_TEXT] + f"\n[... {len(text) - STEP_TEXT:,} more characters]"
 
 
-def _tokens(pred: Any) -> int:
-    usage = pred.get_lm_usage() if isinstance(pred, dspy.Prediction) else None
-    return sum(int(entry.get("total_tokens") or 0) for entry in (usage or {}).values())
+def tokens_read_and_written(tracked: dict[str, Any] | None, usage: Any) -> tuple[int, int]:
+    """Prompt and completion tokens from DSPy's usage tracker (per LM), else from the run's own `Usage`."""
+    entries = [entry for entry in (tracked or {}).values() if isinstance(entry, dict)]
+    read = sum(int(entry.get("prompt_tokens") or 0) for entry in entries)
+    written = sum(int(entry.get("completion_tokens") or 0) for entry in entries)
+    return (read, written) if read or written else (usage.input_tokens, usage.output_tokens)
+
+
+def outcome(pred: Any, steps: int, tracked: dict[str, Any] | None, usage: Any, error: str | None = None,
+            ending: str | None = None) -> Outcome:
+    read, written = tokens_read_and_written(tracked, usage)
+    return Outcome(pred, steps, read + written, error, priced(usage), read, written, ending)
+
+
+def _tracked(pred: Any) -> dict[str, Any] | None:
+    return pred.get_lm_usage() if isinstance(pred, dspy.Prediction) else None
+
+
+def rlm_ending(pred: Any) -> str:
+    """Bare RLM's answer: its ``SUBMIT``, or its extract step once the steps ran out."""
+    return "extraction" if getattr(pred, "final_reasoning", None) == EXTRACTED else "SUBMIT"
+
+
+def react_ending(pred: Any) -> str:
+    """ReAct's answer: after its ``finish`` tool (its ``SUBMIT``), or extracted once its steps ran out."""
+    trajectory = pred.get("trajectory") or {}
+    calls = [trajectory[key] for key in trajectory if key.startswith("tool_name_")]
+    return "SUBMIT" if calls and calls[-1] == "finish" else "extraction"
 
 
 class IsolatedAgent(dspy.Module):
@@ -123,10 +153,9 @@ class DeepAgentSystem:
         # Tokens from DSPy's usage tracker, which is per thread: runs going on at once share the LM.
         with track_usage() as usage:
             run = self.program.run(example.task, example.get("context") or "", example)
-        tokens = sum(int(entry.get("total_tokens") or 0) for entry in usage.get_total_tokens().values())
         pred = dspy.Prediction(result=run.result, run=run)
-        return Outcome(pred, len(run.steps), tokens or run.usage.tokens, run.error if run.status == "failed" else None,
-                       priced(run.tree_usage()))
+        return outcome(pred, len(run.steps), usage.get_total_tokens(), run.tree_usage(),
+                       run.error if run.status == "failed" else None, ended_by(run))
 
 
 class CoTSystem:
@@ -142,7 +171,7 @@ class CoTSystem:
         task = f"{_task_text(example)}\n\nContext:\n{inline}" if inline else _task_text(example)
         with dspy.context(lm=self.lm, track_usage=True, caller_modules=[UsageSink(meter)]):
             pred = self.module(task=task)
-        return Outcome(pred, 1, _tokens(pred) or meter.usage.tokens, cost=priced(meter.usage))
+        return outcome(pred, 1, _tracked(pred), meter.usage)
 
 
 class ReActSystem:
@@ -165,7 +194,7 @@ class ReActSystem:
             finally:
                 deactivate(token)
         steps = sum(key.startswith("tool_name_") for key in (pred.get("trajectory") or {}))
-        return Outcome(pred, steps, _tokens(pred) or run.usage.tokens, cost=priced(run.usage))
+        return outcome(pred, steps, _tracked(pred), run.usage, ending=react_ending(pred))
 
 
 class RLMSystem:
@@ -190,7 +219,7 @@ class RLMSystem:
                     pred = module(task=_task_text(example))
             finally:
                 deactivate(token)
-        return Outcome(pred, len(pred.get("trajectory") or []), _tokens(pred) or run.usage.tokens, cost=priced(run.usage))
+        return outcome(pred, len(pred.get("trajectory") or []), _tracked(pred), run.usage, ending=rlm_ending(pred))
 
 
 def systems_for(agent: "DeepAgent", baselines: Iterable[str] = (), optimized: "DeepAgent | None" = None,

@@ -63,7 +63,8 @@ def test_dabstep_right_and_wrong_with_the_data_as_a_user_has_it(tmp_path):
     right = run_suite("dabstep", ScriptedLM(dabstep_policy(True, seen), replies=cot_replies), baselines=["cot"],
                       threads=3, cache_dir=tmp_path / "cache", out=tmp_path / "out")
     summary = right.summary()
-    assert summary["deep agent"] == pytest.approx(summary["deep agent"] | {"accuracy": 1.0, "failures": 0, "tasks": 4})
+    assert {key: summary["deep agent"][key] for key in ("accuracy", "failures", "tasks")} == {
+        "accuracy": 1.0, "failures": 0, "tasks": 4}
     assert summary["cot"]["accuracy"] == 0.0 and summary["cot"]["tasks"] == 4
     assert all(row["tokens"] > 0 for row in right.rows)
     # The agent overwrote its copy of payments.csv and emptied its payments: the cache and the other tasks kept theirs.
@@ -194,11 +195,15 @@ def test_the_report_files_hold_the_table(tmp_path):
                        cache_dir=tmp_path / "cache", out=tmp_path / "out")
     names = sorted(path.name for path in (tmp_path / "out").iterdir())
     assert names == ["dabench-dev.cot.answers.jsonl", "dabench-dev.cot.steps.jsonl", "dabench-dev.deep-agent.answers.jsonl",
-                     "dabench-dev.deep-agent.steps.jsonl", "dabench-dev.json", "dabench-dev.md"]
+                     "dabench-dev.deep-agent.steps.jsonl", "dabench-dev.done.jsonl", "dabench-dev.json", "dabench-dev.md"]
+    assert len((tmp_path / "out/dabench-dev.done.jsonl").read_text().splitlines()) == 2  # each row as it was done
     data = json.loads((tmp_path / "out/dabench-dev.json").read_text())
     assert data["suite"] == "dabench" and data["split"] == "dev" and data["lm"].startswith("scripted")
-    assert set(data["summary"]["deep agent"]) == {"tasks", "scored", "accuracy", "steps_per_task", "tokens_per_task", "cost",
-                                                  "cost_per_task", "seconds_per_task", "failures"}
+    assert set(data["summary"]["deep agent"]) == {
+        "tasks", "scored", "accuracy", "solved", "steps_per_task", "tokens_per_task", "prompt_tokens_per_task",
+        "completion_tokens_per_task", "tokens_per_solved", "prompt_tokens_per_solved", "completion_tokens_per_solved",
+        "cost", "cost_per_task", "seconds_per_task", "failures", "endings", "right_endings"}
+    assert data["machine"]["cpus"] and data["machine"]["wall_seconds"] >= 0
     assert len(data["rows"]) == 2 and {row["task_id"] for row in data["rows"]} == {"0"}
     markdown = (tmp_path / "out/dabench-dev.md").read_text()
     assert markdown == report.to_markdown()
@@ -213,8 +218,11 @@ def test_cost_and_time_are_summed_per_system():
              "error": "RateLimitError: 429" if i == 3 else None} for i in range(4)]
     report = BenchReport("dabench", "InfiAgent-DABench", "dev", "openai/gpt-4o-mini", "accuracy", ["deep agent"], rows)
     each = report.summary()["deep agent"]
-    assert each == {"tasks": 4, "scored": 4, "accuracy": 0.5, "steps_per_task": 1.0, "tokens_per_task": 150.0,
-                    "cost": 1.0, "cost_per_task": 0.25, "seconds_per_task": 2.0, "failures": 1}
+    assert {key: each[key] for key in ("tasks", "scored", "accuracy", "steps_per_task", "tokens_per_task", "cost",
+                                       "cost_per_task", "seconds_per_task", "failures")} == {
+        "tasks": 4, "scored": 4, "accuracy": 0.5, "steps_per_task": 1.0, "tokens_per_task": 150.0, "cost": 1.0,
+        "cost_per_task": 0.25, "seconds_per_task": 2.0, "failures": 1}
+    assert each["solved"] == 2 and each["tokens_per_solved"] == 300.0  # 600 tokens over the two right answers
     assert "| deep agent | 50.0% (4 scored) | 1.0 | 150 | $1.0000 | $0.2500 | 2.00 | 1/4 |" in report.to_markdown()
 
 

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+
 import pytest
 
 from deepagent_magics.testing import ScriptedLM
@@ -39,3 +42,30 @@ def test_a_suites_tasks_become_examples_and_a_run_scores_them(tmp_path):
                        out=tmp_path / "out")
     assert report.rows[0]["system"] == "deep agent" and report.rows[0]["score"] == 0.0
     assert report.files and (tmp_path / "out").is_dir()
+
+
+def test_four_systems_on_the_development_half_each_row_kept_as_it_is_done_with_tokens_endings_and_the_machine(tmp_path):
+    """A scripted model that answers 178 (agg-1's answer) everywhere: the systems in one run, on the development half's
+    first two questions; each row on disk the moment it is done, with its steps; the result file says what the run
+    spent and against what load."""
+    replies = {"reasoning": "r", "result": "178", "next_thought": "done", "next_tool_name": "finish",
+               "next_tool_args": "{}"}
+    lm = ScriptedLM(lambda request: ("Count.", "print('counted', 178)\nSUBMIT(result='178')"),
+                    replies=lambda prompt: replies, tokens=(100, 10))
+    report = run_suite("sklearn", lm, limit=2, baselines=["cot", "react", "rlm"], threads=1, out=tmp_path,
+                       where={"half": "dev"})
+    assert report.systems == ["cot", "react", "rlm", "deep agent"]
+    assert {(row["task_id"], row["half"]) for row in report.rows} == {("agg-1", "dev"), ("group-1", "dev")}
+    assert {row["task_id"]: row["score"] for row in report.rows if row["system"] == "deep agent"} == {
+        "agg-1": 1.0, "group-1": 0.0}
+    agent = [row for row in report.rows if row["system"] == "deep agent"]
+    assert all(row["ending"] == "SUBMIT" and (row["prompt_tokens"], row["completion_tokens"]) == (100, 10)
+               for row in agent)
+    done = [json.loads(line) for line in (tmp_path / "sklearn-all.done.jsonl").read_text().splitlines()]
+    assert sorted((row["system"], row["task_id"]) for row in done) == sorted(
+        (row["system"], row["task_id"]) for row in report.rows)
+    kept = next(row for row in done if row["system"] == "deep agent" and row["task_id"] == "agg-1")
+    assert kept["score"] == 1.0 and "print('counted', 178)" in kept["steps_taken"][0]["code"]
+    assert "SUBMIT({'result': '178'})" in kept["steps_taken"][0]["output"]
+    machine = json.loads((tmp_path / "sklearn-all.json").read_text())["machine"]
+    assert machine["wall_seconds"] >= 0 and machine["cpu_seconds"] > 0 and machine["cpus"] == os.cpu_count()

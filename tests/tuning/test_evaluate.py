@@ -13,6 +13,8 @@ from deepagent_magics.tuning import programs
 from deepagent_magics.tuning import Evaluation
 from deepagent_magics.core.loop.profiles import available_profiles
 from deepagent_magics.testing import ScriptedLM
+from deepagent_magics.tuning.evaluate import evaluate
+from deepagent_magics.tuning.systems import Outcome
 
 DEVSET = [
     {"task": "Double 2", "answer": "4"},
@@ -170,3 +172,17 @@ def test_an_evaluation_works_with_the_bundled_price_list_and_puts_the_environmen
     evaluate({"probe": system}, [dspy.Example(task="Double 2", answer="4").with_inputs("task")],
              lambda example, pred: 1.0, threads=1)
     assert seen == ["True"] and VARIABLE not in os.environ
+
+
+def test_each_row_is_handed_on_as_it_is_done_so_a_run_that_stops_keeps_what_it_had():
+    """A benchmark of hours keeps each finished row (``on_row``) though the run is stopped before the end."""
+    def answers(example):
+        if example.task == "stop":
+            raise KeyboardInterrupt  # the user's ^C while the third task runs
+        return Outcome(dspy.Prediction(result=example.task), 1, 10)
+
+    done = []
+    examples = [dspy.Example(task=task, answer=task).with_inputs("task") for task in ("a", "b", "stop", "d")]
+    with pytest.raises(KeyboardInterrupt):
+        evaluate({"echo": answers}, examples, exact, threads=1, on_row=done.append)
+    assert [(row["task"], row["score"]) for row in done] == [("a", 1.0), ("b", 1.0)]

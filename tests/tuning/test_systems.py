@@ -78,3 +78,23 @@ def test_a_cost_no_call_had_is_unknown_not_zero():
     from types import SimpleNamespace
 
     assert priced(SimpleNamespace(lm_calls=2, unpriced_calls=2, cost=0.0)) is None  # a made-up $0 is not a price
+
+
+def test_each_system_counts_the_tokens_it_read_and_wrote_apart_and_says_how_its_answer_came():
+    """Every call reports 100 tokens read and 10 written: one call for CoT, the deep agent and RLM when they submit at
+    once, two for ReAct (its finish, then its extract); RLM out of steps answers by its extract step."""
+    replies = {"reasoning": "r", "result": "4", "next_thought": "done", "next_tool_name": "finish",
+               "next_tool_args": "{}"}
+    lm = ScriptedLM(["SUBMIT(result='4')"], replies=lambda prompt: replies, tokens=(100, 10))
+    example = dspy.Example(task="Double 2").with_inputs("task")
+    agent = DeepAgent(lm=lm)
+    made = {name: system(example) for name, system in systems_for(agent, ["cot", "react", "rlm"], lm=lm).items()}
+    assert {name: (each.prompt_tokens, each.completion_tokens, each.tokens) for name, each in made.items()} == {
+        "cot": (100, 10, 110), "react": (200, 20, 220), "rlm": (100, 10, 110), DEEP_AGENT: (100, 10, 110)}
+    assert {name: each.ending for name, each in made.items()} == {
+        "cot": None, "react": "SUBMIT", "rlm": "SUBMIT", DEEP_AGENT: "SUBMIT"}
+    wanders = ScriptedLM(["print(1)"] * 3, replies=lambda prompt: {**replies, "next_tool_name": "ls",
+                                                                   "next_tool_args": '{"path": "."}'})
+    slow = DeepAgent(lm=wanders, max_iters=2)
+    assert RLMSystem(slow, wanders)(example).ending == "extraction"
+    assert ReActSystem(slow, wanders)(example).ending == "extraction"
