@@ -1,0 +1,74 @@
+"""tuning/quality_tables.py: docs/quality.md's tables made from a benchmark's result file: accuracy overall, per half
+and per kind, tokens per task and per solved task, how each answer ended, the issue's goal checked, the machine."""
+
+from __future__ import annotations
+
+from deepagent_magics.tuning.bench_report import BenchReport
+from deepagent_magics.tuning.quality_tables import main, quality_markdown
+
+
+def row(system, task, score, half, kind, ending=None, prompt=1000, completion=100, error=None):
+    return {"system": system, "task_id": task, "score": score, "scored": True, "answer": "x", "error": error,
+            "tokens": prompt + completion, "prompt_tokens": prompt, "completion_tokens": completion, "cost": None,
+            "seconds": 60.0, "steps": 1 if system == "cot" else 3, "ending": ending, "half": half, "kind": kind}
+
+
+def report():
+    """cot: 1 of 4 right, cheaply; the deep agent: 3 of 4 (two by SUBMIT, one by a stall), 4,000 tokens read a task."""
+    rows = [row("cot", "a", 1.0, "dev", "aggregate", prompt=300, completion=50),
+            row("cot", "b", 0.0, "dev", "model", prompt=300, completion=50),
+            row("cot", "c", 0.0, "held-out", "aggregate", prompt=300, completion=50),
+            row("cot", "d", 0.0, "held-out", "model", prompt=300, completion=50),
+            row("deep agent", "a", 1.0, "dev", "aggregate", "SUBMIT", prompt=4000),
+            row("deep agent", "b", 1.0, "dev", "model", "SUBMIT", prompt=4000),
+            row("deep agent", "c", 1.0, "held-out", "aggregate", "stall", prompt=4000),
+            row("deep agent", "d", 0.0, "held-out", "model", "failure", prompt=4000, error="Stalled: ...")]
+    made = BenchReport("sklearn", "sklearn", "all", "local", "accuracy", ["cot", "deep agent"], rows,
+                       started="2026-11-27T12:00:00+00:00")
+    made.machine = {"wall_seconds": 1800.0, "cpu_seconds": 2400.0, "cpus": 2, "load_mean": 5.25, "load_min": 3.0,
+                    "load_max": 8.5}
+    return made
+
+
+def test_the_tables_say_accuracy_per_half_and_kind_tokens_per_solved_task_and_endings():
+    text = quality_markdown(report())
+    assert "| system | accuracy (4) | dev (2) | held-out (2) | steps / task |" in text
+    # cot: 1,200 read over 1 solved; the deep agent: 16,000 read and 400 written over 3 solved (16,400 / 3 against
+    # 1,400 / 1: 3.90 times the tokens per solved task, in the goal below).
+    assert "| cot | 25% | 50% | 0% | 1.0 | 300 | 50 | 1,200 | 200 | 60 | 0/4 |" in text
+    assert "| deep agent | 75% | 100% | 50% | 3.0 | 4,000 | 100 | 5,333 | 133 | 60 | 1/4 |" in text
+    assert "| aggregate | 2 | 1/2 | 2/2 |" in text and "| model | 2 | 0/2 | 1/2 |" in text
+    assert "| system | SUBMIT | stall | failure | right answers by SUBMIT |" in text
+    assert "| deep agent | 2 | 1 | 1 | 2 of 3 |" in text and "| cot |" not in text.split("How each answer")[1]
+    assert "The run: 2026-11-27T12:00:00+00:00, local, 30 minutes, 40 CPU minutes in its process; load average " \
+           "5.2 on 2 cores (3.0–8.5)." in text
+
+
+def test_the_goal_is_checked_against_the_best_baseline_on_all_tasks_and_each_half():
+    text = quality_markdown(report())
+    assert "- all: accuracy 75% against cot's 25% (met); tokens per solved task 3.90× cot's (not met); " \
+           "2 of 3 right answers by `SUBMIT` (met)" in text
+    assert "- held-out: accuracy 50% against cot's 0% (met); tokens per solved task: n/a (nothing solved); " \
+           "0 of 1 right answers by `SUBMIT` (not met)" in text
+
+
+def test_the_command_reads_a_written_result_file_and_refuses_anything_else(tmp_path, capsys):
+    made = report()
+    made.write(tmp_path)
+    assert main([str(tmp_path / "sklearn-all.json")]) == 0
+    assert capsys.readouterr().out == quality_markdown(made)
+    assert main([str(tmp_path / "missing.json")]) == 2 and main([]) == 2
+    assert "usage: python -m deepagent_magics.tuning.quality_tables RESULTS.json" in capsys.readouterr().err
+
+
+def test_a_run_of_the_agent_alone_has_no_goal_line_and_a_run_without_halves_no_half_columns():
+    made = report()
+    made.systems, made.rows = ["deep agent"], [{**each, "half": None} for each in made.rows if each["system"] != "cot"]
+    text = quality_markdown(made)
+    assert "The goal" not in text and "| system | accuracy (4) | steps / task |" in text
+
+
+def test_a_subset_with_no_scored_task_says_so_in_the_goal():
+    made = report()
+    made.rows = [{**each, "scored": each["half"] == "dev"} for each in made.rows]
+    assert "- held-out: n/a (no scored task here)" in quality_markdown(made)
