@@ -114,7 +114,7 @@ def test_the_task_says_the_file_is_in_the_workspace_and_an_agent_that_looks_ther
     def policy(request):
         seen.append(request.task)
         named = re.search(r"the file (\S+\.csv) in the workspace", request.task)
-        workspace = re.search(r"The workspace is (\S+): the file tools", request.system)
+        workspace = re.search(r"^Workspace(?: \(working directory\))?: ([^;\n]+)", request.user, re.M)  # surroundings
         if named is None or workspace is None:
             return ("Lost.", "SUBMIT(result='no idea')")
         path = f"{workspace.group(1)}/{named.group(1)}"
