@@ -253,11 +253,12 @@ class KernelInterpreter(ToolBridge, StepInterpreter):
         streaming = False
         result: dict[str, Any] | None = None
         error: dict[str, Any] | None = None
-        idle = replied = False
+        idle = replied = checked = False
         while not (idle and replied):
             self._check_stopped()
-            if limits is not None:
-                self._stop_at(limits.check())
+            if limits is not None:  # the step's first check looks at once (a process left running by the last)
+                self._stop_at(limits.check(force=not checked))
+                checked = True
             now = time.monotonic()
             if deadline is not None and now >= deadline and interrupted_at is None:
                 kernel.interrupt()

@@ -8,7 +8,7 @@ it ran, and what was left behind (processes, cgroups). It runs in the test's own
 a host dropped to an unprivileged user (`sandbox_hosts`), so both paths are proven.
 
 Every attack is bounded: where no limit holds it (today's main), it stops by itself well short of harming
-the machine (150 processes, 1 GiB of memory, 200 MiB of disk, 30 CPU seconds, 1000 open files).
+the machine (150 processes, 1 GiB of memory, 1000 MiB of disk, 30 CPU seconds, 1000 open files).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ ATTACKS = {
                 f.write(str((i + 1) * 16))
         """),
     "disk fill": (dict(disk=32, file_size=64), """
-        for i in range(200):
+        for i in range(1000):
             with open(f'fill-{i}.bin', 'wb') as f:
                 f.write(b'x' * (1 << 20))
         """),

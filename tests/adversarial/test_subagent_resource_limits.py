@@ -76,7 +76,7 @@ def check(report: dict, name: str, held: str) -> None:
     if most is not None:
         assert report["progress"] is not None and least <= report["progress"] <= most, report
     if name == "disk fill":
-        assert report["workspace_mib"] < 200, report
+        assert report["workspace_mib"] < 1000, report  # stopped well before the whole attack
     if name == "huge file":
         assert report["workspace_mib"] <= 8, report
     # The host kept working meanwhile; nothing is left behind.

@@ -10,7 +10,10 @@ step failed, `after_error` reads the traceback for what an rlimit refused.
 The disk check: the used space of the workspace's file system (and the kernel folder's) against what it
 was when the sub-agent took the kernel; only when that grew past the limit are the workspace's files
 changed since then added up (stopping at the limit), so writes elsewhere on the disk are never blamed on
-the sub-agent. A process the sub-agent leaves running between its steps is caught at its next step.
+the sub-agent. Such a walk waits `WALK_COST` times as long as the last one took (at least `CHECK_EVERY`):
+a small workspace is looked at again at the next check, a huge one costs at most a tenth of a core. A
+step's first check and its last (`after_step`) look whatever the last walk took, so a process the sub-agent
+leaves running between its steps is caught at its next step, and a step that ends past the limit is seen.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from .limits import MiB, NOT_HELD, OFF, RLIMIT, TMPFS_SIZE, WORKSPACE_CHECK, Lim
 from .limits import counts_processes, rlimit_command, rlimits
 
 CHECK_EVERY = 0.1  # seconds between two checks of the counters while code runs
-WALK_EVERY = 1.0  # seconds between two walks of the workspace once its file system grew past the limit
+WALK_COST = 10  # the next walk of the workspace waits this many times as long as the last one took
 TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -102,7 +105,7 @@ class KernelLimits:
             found = self.group.hit()
             if found is not None:
                 self._found(found, self.group.kind)
-        if self.hit is None and self._disk is not None and self._disk.over():
+        if self.hit is None and self._disk is not None and self._disk.over(force):
             self._found("disk", WORKSPACE_CHECK)
         return self.hit
 
@@ -181,20 +184,23 @@ class KernelLimits:
 
 
 class _DiskWatch:
-    """What was added to ``folders`` since it was made, checked cheaply first (see the module's docstring)."""
+    """What was added to ``folders`` since it was made, checked cheaply first (see the module's docstring).
+    ``clock`` is a monotonic clock in seconds (a test's own, to say when the next walk may come)."""
 
-    def __init__(self, limit: int, folders: list[str]):
-        self.limit, self.folders = limit, folders
+    def __init__(self, limit: int, folders: list[str], clock: Callable[[], float] = time.monotonic):
+        self.limit, self.folders, self.clock = limit, folders, clock
         self.since = time.time()
         self.base = self._used()
-        self.walked = 0.0
+        self.next_walk = 0.0  # the clock's time from which a walk may come again (``force`` walks anyway)
 
-    def over(self) -> bool:
+    def over(self, force: bool = False) -> bool:
         grown = self._used() - self.base
-        if grown <= self.limit or time.monotonic() - self.walked < WALK_EVERY:
+        if grown <= self.limit or (not force and self.clock() < self.next_walk):
             return False
-        self.walked = time.monotonic()
+        started = self.clock()
         added = self._added()
+        ended = self.clock()
+        self.next_walk = ended + max(CHECK_EVERY, WALK_COST * (ended - started))
         if added > self.limit:
             return True
         self.base += grown - added  # what others wrote meanwhile: the next walk waits for more growth

@@ -88,8 +88,7 @@ def test_a_step_refused_a_write_past_its_file_size_says_so_and_any_other_error_d
     assert limits.after_step("ZeroDivisionError") == LimitHit("file_size", 1, RLIMIT)  # the first hit stays
 
 
-def test_the_disk_check_blames_the_workspace_only_for_what_was_written_in_it(tmp_path_factory, monkeypatch):
-    monkeypatch.setattr(kernel_limits, "WALK_EVERY", 0.0)
+def test_the_disk_check_blames_the_workspace_only_for_what_was_written_in_it(tmp_path_factory):
     workspace, elsewhere = tmp_path_factory.mktemp("workspace"), tmp_path_factory.mktemp("elsewhere")
     limits = KernelLimits(ResourceLimits(processes=0, memory=0, cpu_time=0, file_size=0, open_files=0, disk=1),
                           "test-disk")
@@ -101,6 +100,58 @@ def test_the_disk_check_blames_the_workspace_only_for_what_was_written_in_it(tmp
     (workspace / "mine.bin").write_bytes(os.urandom(3 * MiB))
     os.sync()
     assert limits.check(force=True) == LimitHit("disk", 1, WORKSPACE_CHECK)
+
+
+class Clock:
+    """A monotonic clock that moves only when the test moves it: no test waits for, or measures, time."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_workspace_under_the_limit_at_one_walk_is_walked_again_at_the_next_check(tmp_path_factory):
+    # Others fill the file system past the limit, so the cheap check sends the watch to walk the workspace,
+    # which holds nothing yet; the attack then writes past the limit before the next check.
+    workspace, elsewhere = tmp_path_factory.mktemp("workspace"), tmp_path_factory.mktemp("elsewhere")
+    clock = Clock()
+    watch = kernel_limits._DiskWatch(MiB, [str(workspace)], clock)
+    (elsewhere / "other.bin").write_bytes(os.urandom(3 * MiB))
+    os.sync()
+    assert not watch.over()
+    assert watch.next_walk == clock.now + kernel_limits.CHECK_EVERY  # it walked: a walk that took no time
+    clock.now += 2 * kernel_limits.CHECK_EVERY
+    (elsewhere / "more.bin").write_bytes(os.urandom(2 * MiB))  # the others keep writing
+    (workspace / "fill.bin").write_bytes(os.urandom(3 * MiB))
+    os.sync()
+    assert watch.over()
+
+
+def test_a_walk_that_takes_long_waits_in_proportion_unless_a_step_starts_or_ends(tmp_path_factory, monkeypatch):
+    workspace, elsewhere = tmp_path_factory.mktemp("workspace"), tmp_path_factory.mktemp("elsewhere")
+    clock = Clock()
+    watch = kernel_limits._DiskWatch(MiB, [str(workspace)], clock)
+    walk = watch._added
+
+    def slow_walk() -> int:  # the real walk, said to take half a second (a huge workspace, a busy disk)
+        clock.now += 0.5
+        return walk()
+
+    monkeypatch.setattr(watch, "_added", slow_walk)
+    (elsewhere / "other.bin").write_bytes(os.urandom(3 * MiB))
+    os.sync()
+    assert not watch.over()
+    walked = clock.now
+    (workspace / "fill.bin").write_bytes(os.urandom(3 * MiB))
+    os.sync()
+    clock.now = walked + kernel_limits.WALK_COST * 0.5 - kernel_limits.CHECK_EVERY
+    assert not watch.over()  # the cost stays bounded: a tenth of the time is spent walking
+    clock.now = walked + kernel_limits.WALK_COST * 0.5
+    assert watch.over()
+    assert not watch.over()  # just walked
+    assert watch.over(force=True)  # a step's first and last checks walk anyway
 
 
 def test_a_gateway_kernel_sets_what_it_can_on_itself_never_above_its_own_hard_limit():
