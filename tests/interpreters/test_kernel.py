@@ -219,4 +219,4 @@ def test_rlm_runs_on_kernels_with_llm_query_and_the_sandbox_dspy_facade(pool, tm
     assert outputs[0].split()[0] == "Paris" and int(outputs[0].split()[1]) != os.getpid()
     assert outputs[1].strip() == "4"
     assert "execution_instructions" not in factory.execution_instructions  # a formatted prompt fragment
-    assert "fresh Jupyter kernel" in factory.execution_instructions
+    assert "Jupyter kernel of your own" in factory.execution_instructions

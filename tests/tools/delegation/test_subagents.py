@@ -86,7 +86,7 @@ def test_a_sub_agent_sees_none_of_its_parents_variables_but_shares_the_workspace
     assert run.steps[0].started_at <= child.started_at <= child.ended_at <= run.steps[0].ended_at
     assert run.trajectory[0]["children"][0]["steps"][1]["output"].startswith("SUBMIT(")
     assert child.config["max_iters"] == 10  # sub-agents get fewer iterations than the root (20)
-    assert "fresh Jupyter kernel" in [r for r in lm.requests if "ISOLATION-CHILD" in r["user"]][0]["system"]
+    assert "Jupyter kernel of your own" in [r for r in lm.requests if "ISOLATION-CHILD" in r["user"]][0]["system"]
 
 
 # --------------------------------------------------------------------------- depth
