@@ -18,8 +18,9 @@ thread (an evaluation runs agents in worker threads) or switch the timer off. So
   switches tracing off when a trace function raises; the caught exception arms it again
   when it dies at the end of its handler, so nested handlers are left one after another.
 - While a limited block runs, ``time.sleep`` is an interruptible sleep that honours the
-  limit (Python cannot interrupt a C sleep in a worker thread), and agent code may not
-  touch the process's timers or the limit's signal (`timer_patches`).
+  limit and sleeps in short slices (Python cannot interrupt a C sleep in a worker thread,
+  and a SIGINT the OS hands to another thread waits for the main thread to run Python), and
+  agent code may not touch the process's timers or the limit's signal (`timer_patches`).
 
 A limit ends with its block. It delivers only while the code it guards runs: what runs the
 code (`kernel_side.exec_step`) sets ``code_running`` around it, the watchdog tests that flag
@@ -60,6 +61,7 @@ from .timer_patches import make_timer_patches
 from .watchdog import Watchdog
 
 RETRY = 0.1  # seconds between raises once the time is up
+SLICE = 0.05  # seconds an interruptible sleep sleeps at most before it looks again
 
 _monotonic = time.monotonic
 _real_sleep = time.sleep
@@ -372,8 +374,10 @@ def interruptible_sleep(seconds: float) -> None:
         left = end - _monotonic()
         if left <= 0:
             return
-        # In slices (a worker thread's C sleep cannot be interrupted); the limit's signal wakes the main thread.
-        _real_sleep(min(left, max(stack[-1].limit.left(), 0.005), 0.05 if not stack[-1].on_main else left))
+        # In slices, on every thread: a worker thread's C sleep cannot be interrupted, and a signal the OS hands
+        # to another thread (a Jupyter interrupt's SIGINT) is handled only when the main thread next runs Python,
+        # which it does between slices. The limit's own signal still wakes the main thread within a slice.
+        _real_sleep(min(left, max(stack[-1].limit.left(), 0.005), SLICE))
 
 
 timer_patches = make_timer_patches(interruptible_sleep, _agent_calling)

@@ -113,3 +113,44 @@ def test_cut_short_ends_the_block_in_that_thread_now_and_says_who_stopped_it():
     assert not cut.is_alive() and ended["cut"] == "the run was cancelled"
     other.join(30)
     assert ended["other"] == ""  # ended by its own time, not cut
+
+
+
+@pytest.mark.timeout(120)
+def test_an_interrupt_sent_to_another_thread_stops_a_long_sleep_on_the_main_thread():
+    """A Jupyter interrupt (or an ACP cancel) is a SIGINT the OS may hand to any thread of the kernel; Python runs
+    its handler only when the main thread next runs bytecode. A step sleeping 600 seconds in one C call would
+    ignore it: then, after a generous wait, this test's thread interrupts the main thread itself and the test fails."""
+    import signal
+    import sys
+
+    main = threading.main_thread().ident
+    stopped, lost = threading.Event(), []
+
+    def interrupt_from_this_thread():
+        while True:  # once the main thread sleeps: a signal before that would be handled anyway
+            frame = sys._current_frames().get(main)
+            if frame is not None and frame.f_code is interruptible_sleep.__code__:
+                break
+            time.sleep(0.01)
+        time.sleep(0.2)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # the OS signal lands on this thread
+        if not stopped.wait(30):
+            lost.append("the main thread slept through the interrupt")
+            signal.pthread_kill(main, signal.SIGINT)  # wake it: the test fails, the run goes on
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with TimeLimit(3600, no_tool, zero) as limit:
+                limit.code_running = True
+                sender = threading.Thread(target=interrupt_from_this_thread, daemon=True)
+                sender.start()
+                try:
+                    interruptible_sleep(600)
+                finally:
+                    stopped.set()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    sender.join(60)
+    assert lost == []
