@@ -42,7 +42,8 @@ ALLOWED = {
     "cli": {"core", "interpreters", "tools", "display", "records", "tuning", "testing", "acp"},
     "server": {"core", "records"},
     "mcp": {"core", "interpreters", "records"},  # interpreters: a cancelled task's code is cut short
-    "acp": {"core", "records", "server"},  # its prompts are the run API's cells (server.launch.cell_code)
+    "acp": {"core", "records", "server", "interpreters"},  # its prompts are the run API's cells
+    # (server.launch.cell_code); interpreters: the keeper ends its own kernel with the host
     "demos": {"testing"},
     "testing": set(),
     "testing_provider": set(),

@@ -7,8 +7,12 @@ is that kernel's namespace (the next prompt sees the variables the last made), i
 log go to the workspace. The cell is sent with stdin allowed, so an approval is an ``input_request``
 the session answers for the user. A cancel interrupts the kernel (the run ends ``interrupted`` and
 its sub-agents' kernels are stopped); a kernel that does not end the cell soon after is shut down, so
-nothing is left behind. The kernel ends with the session, and with this process (`close`; a kernel
-started by ``jupyter_client`` also watches its parent and exits with it).
+nothing is left behind. The kernel ends with the session (`close`), and with this process however it
+ends (SIGKILL included): the host's keeper (`interpreters.pool.keeper`, a process of its own that sees
+the host die) kills the kernel and every process below it, whatever signals their code ignores. The
+keeper does it, not ipykernel's own parent poller (switched off, `NO_PARENT_POLL`): that one ends only
+the kernel, a second or so later, and once it has, the processes the kernel started are orphans the
+keeper can no longer find.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 
 from jupyter_client.manager import AsyncKernelManager
 
+from ..interpreters.pool import keeper
 from ..records.events import LogTail, events_path
 from ..server.launch import cell_code
 from .options import CELL_FLAGS
@@ -29,6 +34,7 @@ from .options import CELL_FLAGS
 READY = 120.0  # seconds a new kernel may take to answer
 SERVER_ACCESS = "DEEPAGENT_JUPYTER_"  # the Jupyter Server's URL, token and root (notebook_kernel.ServerAccess)
 STOP_GRACE = 30.0  # seconds after an interrupt before a kernel still running the cell is shut down (stuck in C code)
+NO_PARENT_POLL = "--IPKernelApp.parent_handle=1"  # ipykernel polls no parent of pid 1 (0 prints to stdout)
 
 
 @dataclass
@@ -64,8 +70,10 @@ class OwnKernel:
         await self.close()
         manager = AsyncKernelManager()
         env = {name: value for name, value in os.environ.items() if not name.startswith(SERVER_ACCESS)}
-        await manager.start_kernel(cwd=str(self.cwd), env=env)  # the server's token is not the agent's
+        await manager.start_kernel(cwd=str(self.cwd), env=env,  # the server's token is not the agent's
+                                   extra_arguments=[NO_PARENT_POLL])
         self.manager, self.client = manager, manager.client()
+        keeper.watch(getattr(manager.provisioner, "pid", None), getattr(manager.provisioner, "pgid", None))
         self.client.start_channels()
         await self.client.wait_for_ready(timeout=READY)
         if self.setup:
@@ -150,7 +158,9 @@ class OwnKernel:
         if client is not None:
             client.stop_channels()
         if manager is not None:
+            pid = getattr(manager.provisioner, "pid", None)
             try:
                 await manager.shutdown_kernel(now=False)
             except Exception:  # already gone
                 pass
+            keeper.forget(pid)
