@@ -185,14 +185,14 @@ def requests() -> list[dict[str, str]]:
             frame = load_linnerud(as_frame=True)
             frame.data.join(frame.target).to_csv(command_line / "linnerud.csv", index=False)
             os.chdir(command_line)
-            original = commands.model_from_spec
-            commands.model_from_spec = lambda spec, *args, **kwargs: replay.lm if spec else None
+            original = commands.model_maker
+            commands.model_maker = lambda spec, *args, **kwargs: (lambda: replay.lm) if spec else None
             try:
                 for task in COMMAND_LINE:
                     main(["run", task, "--lm", "replay", "--load", "linnerud=linnerud.csv", "--max-iters", "20",
                           "--quiet"])
             finally:
-                commands.model_from_spec = original
+                commands.model_maker = original
         finally:
             os.chdir(here)
             shell.run_line_magic("unload_ext", "deepagent_magics")

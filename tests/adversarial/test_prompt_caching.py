@@ -156,7 +156,7 @@ TAIL = "\n\n[[ ## iteration ## ]]\n"
 
 def test_each_step_request_is_the_one_before_it_extended_byte_for_byte_but_for_its_documented_tail(tmp_path):
     """What a prefix cache (llama.cpp's slot, OpenAI's) reuses: step N+1's request is step N's, with the newest step
-    added, except for the tail after the history (the iteration counter and the answer line, `caching`) and, at
+    added, except for the tail after the history (the iteration counter, `caching`) and, at
     step 1, the line saying there is no history yet. An llm_query, an error, a long output, a new variable or
     file in between change nothing before that."""
     steps = [STEPS[0], {"reasoning": "Ask the sub-model.", "code": "word = llm_query('Say ok.')\nprint(word)"},
@@ -174,13 +174,12 @@ def test_each_step_request_is_the_one_before_it_extended_byte_for_byte_but_for_i
     for index, (user, following) in enumerate(pairwise(users), start=1):
         if index == 1:
             head = user[:user.index(HISTORY_HEAD) + len(HISTORY_HEAD)]
-            assert user[len(head):].startswith("You have not interacted with the REPL environment yet.")
+            assert user[len(head):].startswith("No steps yet.")
         else:
             head = user[:user.rindex(TAIL)]
         assert following.startswith(head), (index, user[len(os.path.commonprefix([user, following])) - 80:][:200])
-        tail = user[len(head):]  # only the counter and the answer line
-        assert re.fullmatch(r"(You have not interacted with the REPL environment yet\.)?\n\n\[\[ ## iteration ## \]\]\n"
-                            r"\d+/\d+\n\nAnswer with [^\n]*", tail), tail
+        tail = user[len(head):]  # only the counter
+        assert re.fullmatch(r"(No steps yet\.)?\n\n\[\[ ## iteration ## \]\]\n\d+/\d+", tail), tail
 
 
 def test_the_prefix_survives_a_second_run_of_the_same_agent(tmp_path):

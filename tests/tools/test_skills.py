@@ -46,7 +46,8 @@ def test_the_listing_puts_what_the_task_names_first_and_never_cuts_a_description
     assert [skill.name for skill in ranked(skills, "clean the csv")] == ["csv-cleanup", "plots"]
     assert ranked(skills, "the and") == skills
     text = listing(skills, "clean the csv")
-    assert text.splitlines()[0] == "## Skills" and text.index("csv-cleanup") < text.index("plots")
+    assert text.splitlines()[0] == '## Skills (before work a skill covers: `print(read_skill("NAME"))`)'
+    assert text.index("csv-cleanup") < text.index("plots")
     assert listing([], "x") == ""
 
 

@@ -7,8 +7,8 @@ long enough prefix that is byte-identical from call to call; Anthropic caches up
 marked ``cache_control``. So:
 
 - nothing in the head of the prompt changes from step to step: step N+1's request is step N's
-  with the newest step added, byte for byte, except for its tail (the iteration counter and
-  the answer line after the history; at step 1, the line saying there is no history yet),
+  with the newest step added, byte for byte, except for its tail (the iteration counter
+  after the history; at step 1, the line saying there is no history yet),
   and except where the history itself is rewritten (compaction, the user's notes, a retry's
   format note) (``tests/adversarial/test_prompt_caching.py`` checks it; ``bench/prompt_cache.py``
   measures the share, and ``bench/local_model.py`` what the local server reads);
