@@ -88,16 +88,24 @@ class Origin:
 
     def library_thing(self, thing: Any) -> bool:
         """A plain function, or an object of a class whose methods all come from library files, with nothing
-        of the agent's bound to it."""
+        of the agent's bound to it; or such a function bound to such an object (a library's thread target, as
+        ``server.process_request_thread``)."""
+        if type(thing) is types.MethodType:
+            return self.library_thing(thing.__func__) and self.library_thing(thing.__self__)
         if type(thing) is types.FunctionType:
-            return thing.__closure__ is None and (self.library_file(thing.__code__.co_filename) or _frozen(thing))
+            return _closes_over_nothing(thing) and (self.library_file(thing.__code__.co_filename) or _frozen(thing))
         kind = thing if isinstance(thing, type) else type(thing)
         if type(kind) is not type:
             return False
         methods = [getattr(value, "__func__", value) for klass in kind.__mro__[:-1] for value in vars(klass).values()
                    if isinstance(value, (types.FunctionType, classmethod, staticmethod))]
-        return bool(methods) and all(type(value) is types.FunctionType and value.__closure__ is None and self.library_file(value.__code__.co_filename)
-                                     for value in methods)
+        return bool(methods) and all(type(value) is types.FunctionType and _closes_over_nothing(value)
+                                     and self.library_file(value.__code__.co_filename) for value in methods)
+
+
+def _closes_over_nothing(function: types.FunctionType) -> bool:
+    """No closure, or only the ``__class__`` cell a method that calls ``super()`` gets (its own class)."""
+    return function.__closure__ is None or function.__code__.co_freevars == ("__class__",)
 
 
 def _frozen(function: types.FunctionType) -> bool:

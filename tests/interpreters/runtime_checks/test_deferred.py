@@ -4,8 +4,11 @@ it shows and the cell's line. Through real runs: tests/adversarial/test_deferred
 from __future__ import annotations
 
 import os
+import socketserver
 import sys
+import threading
 import time
+import types
 
 from deepagent_magics.interpreters.runtime_checks.deferred import Deferred, Origin, host_owned, name_of, summary
 
@@ -50,6 +53,13 @@ def test_library_things_and_the_agents():
     assert not origin.library_thing(print)  # a builtin takes whatever arguments it was given
     forged = type("Finder", (), {"__module__": "json", "find_spec": planted["hook"]})
     assert not origin.library_thing(forged())  # its methods say whose it is, not its __module__
+    # A method bound to a library's object is the library's (a server's request thread); the agent's method, or
+    # a library's method bound to the agent's object, is not.
+    assert origin.library_thing(threading.Event().wait)
+    assert origin.library_thing(socketserver.ThreadingTCPServer)  # its server_close calls super(): a __class__ cell
+    assert not origin.library_thing(planted["Finder"]().find_spec)
+    assert not origin.library_thing(types.MethodType(threading.Event.wait, planted["Finder"]()))
+    assert not origin.library_thing(types.MethodType(planted["hook"], threading.Event()))
 
 
 def test_host_owned_is_this_packages_functions_only():
