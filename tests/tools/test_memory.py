@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import multiprocessing
 import sqlite3
+import sys
 import time
+import types
 
 import pytest
 from IPython.core.error import UsageError
@@ -118,7 +120,11 @@ def _writer(path: str, worker: int, count: int) -> None:
 
 
 @pytest.mark.subprocess
-def test_parallel_writers_in_several_processes_never_corrupt_the_store(tmp_path):
+def test_parallel_writers_in_several_processes_never_corrupt_the_store(tmp_path, monkeypatch):
+    # A spawned child is told how to import the parent's __main__, read from its __spec__; an IPython shell an
+    # earlier test made may have left sys.modules["__main__"] its user module with __spec__ reset away. A bare
+    # __main__ (spec None, no file) has the child import nothing of it; the writer comes from this module.
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
     path = str(tmp_path / "memory.db")
     context = multiprocessing.get_context("spawn")
     workers = [context.Process(target=_writer, args=(path, worker, 40)) for worker in range(4)]
