@@ -4,7 +4,7 @@
 and whose second step would say it got away with it; its kernel is a real sandboxed kernel from a pool
 whose limits are set low for the attack. Meanwhile a thread of the host ticks. The report says what the
 parent read, what the sub-agent's record says, how far the attack got, how often the host ticked while
-it ran, and what was left behind (processes, cgroups). It runs in the test's own process (as root) and in
+it ran, and what was left behind by this attack (processes, cgroups not there before it began). It runs in the test's own process (as root) and in
 a host dropped to an unprivileged user (`sandbox_hosts`), so both paths are proven.
 
 Every attack is bounded: where no limit holds it (today's main), it stops by itself well short of harming
@@ -86,6 +86,7 @@ def attack(name: str, workspace: str) -> dict:
     from deepagent_magics.testing import ScriptedLM
 
     limits, code = ATTACKS[name]
+    before = set(_groups_here(cgroups))  # groups of kernels other tests keep (a warm default pool): not ours
     pool = KernelPool(size=0, sandbox=SandboxPolicy(limits=ResourceLimits(**limits)))
     taken: list = []
     take = pool.take
@@ -119,9 +120,7 @@ def attack(name: str, workspace: str) -> dict:
         done.set()
         pool.stop()
     [child] = run.children
-    mechanism = cgroups.mechanism()
-    here = [os.path.join(folder, entry) for folder in (mechanism.folders.values() if mechanism else [])
-            for entry in os.listdir(folder) if os.path.isdir(os.path.join(folder, entry))]
+    here = [folder for folder in _groups_here(cgroups) if folder not in before]
     progress = Path(workspace, "progress.txt")
     return {
         "status": run.status, "error": run.error,
@@ -137,6 +136,13 @@ def attack(name: str, workspace: str) -> dict:
                           if "keeper.py" not in " ".join(_cmdline(child))],
         "user": os.geteuid(),
     }
+
+
+def _groups_here(cgroups) -> list[str]:
+    """The kernel groups this process has now, in every controller's host folder."""
+    mechanism = cgroups.mechanism()
+    return [os.path.join(folder, entry) for folder in (mechanism.folders.values() if mechanism else [])
+            for entry in os.listdir(folder) if os.path.isdir(os.path.join(folder, entry))]
 
 
 def _still_alive(pids: list[int], seconds: float = 10.0) -> list[int]:
