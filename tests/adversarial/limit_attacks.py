@@ -4,8 +4,9 @@
 and whose second step would say it got away with it; its kernel is a real sandboxed kernel from a pool
 whose limits are set low for the attack. Meanwhile a thread of the host ticks. The report says what the
 parent read, what the sub-agent's record says, how far the attack got, how often the host ticked while
-it ran, and what was left behind by this attack (processes, cgroups not there before it began). It runs in the test's own process (as root) and in
-a host dropped to an unprivileged user (`sandbox_hosts`), so both paths are proven.
+it ran, and what it left behind (processes, cgroups that were not there before it began). It runs in the
+test's own process (as root) and in a host dropped to an unprivileged user (`sandbox_hosts`), so both
+paths are proven.
 
 Every attack is bounded: where no limit holds it (today's main), it stops by itself well short of harming
 the machine (150 processes, 1 GiB of memory, 1000 MiB of disk, 30 CPU seconds, 1000 open files).
