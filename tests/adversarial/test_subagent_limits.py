@@ -117,9 +117,25 @@ def assert_timed_out_promptly(run, elapsed, result, base, stuck=None, levels=1):
     assert child.status == "failed"
 
 
+_unstuck = threading.Event()  # set as each test ends: what it left stuck returns then
+
+
 def sleeps_then_sets(event: threading.Event) -> None:
-    time.sleep(STUCK)
+    _unstuck.wait(STUCK)
     event.set()
+
+
+@pytest.fixture(autouse=True)
+def _no_abandoned_sub_agent_outlives_its_test():
+    """A sub-agent abandoned at its time limit keeps its thread (stuck in a tool or a model call) and its
+    kernel, killed but not closed, until that call returns: then its kernel is closed and its cgroup removed.
+    Each test ends what it left stuck and waits for those threads, so no later test finds their groups."""
+    _unstuck.clear()
+    yield
+    _unstuck.set()
+    for thread in threading.enumerate():
+        if thread.name.startswith("deepagent-subagent-"):
+            thread.join(timeout=STUCK)
 
 
 # --------------------------------------------------------------------------- host tools that do not return
