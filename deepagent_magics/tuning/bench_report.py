@@ -38,6 +38,17 @@ class BenchReport:
         return cls(data["suite"], data["title"], data["split"], data["lm"], data["metric"], list(data["summary"]),
                    data["rows"], started=data["started"], machine=data.get("machine") or {})
 
+    @classmethod
+    def read_done(cls, path: str | Path) -> "BenchReport":
+        """A report from the rows a run kept as they were done (`done_file`), for a run stopped before its end:
+        the systems in the order their rows came, no machine figures (the run did not end)."""
+        path = Path(path)
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        steps = {(row["system"], row["task_id"]): row.pop("steps_taken", None) or [] for row in rows}
+        suite, _, split = path.name.removesuffix(".done.jsonl").partition("-")
+        systems = list(dict.fromkeys(row["system"] for row in rows))
+        return cls(suite, suite, split, "(a stopped run)", "accuracy", systems, rows, steps=steps)
+
     def summary(self, where: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
         """Per system, over its rows (those whose details match ``where``, e.g. {"kind": "model"})."""
         rows = [row for row in self.rows if all(str(row.get(key)) == value for key, value in (where or {}).items())]

@@ -1,6 +1,7 @@
 """The quality page's tables, made from a benchmark's result file, never typed by hand.
 
     python -m deepagent_magics.tuning.quality_tables bench-results/sklearn-all.json
+    python -m deepagent_magics.tuning.quality_tables bench-results/sklearn-all.done.jsonl   # a run stopped early
 
 prints, as Markdown: per system, accuracy over all tasks and over each half (a suite whose tasks
 carry a ``half``: the sklearn suite's development and held-out halves), steps, prompt and
@@ -153,9 +154,11 @@ def _row(cells: list[str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1 or not Path(args[0]).is_file():
-        print("usage: python -m deepagent_magics.tuning.quality_tables RESULTS.json", file=sys.stderr)
+        print("usage: python -m deepagent_magics.tuning.quality_tables RESULTS.json (or a stopped run's "
+              "RESULTS.done.jsonl)", file=sys.stderr)
         return 2
-    print(quality_markdown(BenchReport.read(args[0])), end="")
+    read = BenchReport.read_done if args[0].endswith(".done.jsonl") else BenchReport.read
+    print(quality_markdown(read(args[0])), end="")
     return 0
 
 

@@ -3,6 +3,8 @@ and per kind, tokens per task and per solved task, how each answer ended, the is
 
 from __future__ import annotations
 
+import json
+
 from deepagent_magics.tuning.bench_report import BenchReport
 from deepagent_magics.tuning.quality_tables import main, quality_markdown
 
@@ -72,3 +74,17 @@ def test_a_subset_with_no_scored_task_says_so_in_the_goal():
     made = report()
     made.rows = [{**each, "scored": each["half"] == "dev"} for each in made.rows]
     assert "- held-out: n/a (no scored task here)" in quality_markdown(made)
+
+
+def test_a_stopped_run_has_its_tables_from_the_rows_it_kept_as_they_were_done(tmp_path, capsys):
+    made = report()
+    kept = tmp_path / "sklearn-all.done.jsonl"
+    kept.write_text("".join(json.dumps({**each, "steps_taken": [{"code": "print(1)", "output": "1"}]}) + "\n"
+                            for each in made.rows[:6]))  # stopped during the deep agent's third question
+    assert main([str(kept)]) == 0
+    text = capsys.readouterr().out
+    assert "| deep agent | 100% | 100% | n/a |" in text and "| cot | 25% |" in text and "The run:" not in text
+    again = BenchReport.read_done(kept)
+    assert again.systems == ["cot", "deep agent"] and (again.suite, again.split) == ("sklearn", "all")
+    assert again.steps[("deep agent", "b")] == [{"code": "print(1)", "output": "1"}]
+    assert "steps_taken" not in again.rows[0]
