@@ -12,7 +12,7 @@ from deepagent_magics.tuning import programs
 from deepagent_magics.core.loop.profiles import available_profiles
 from deepagent_magics.testing import ScriptedLM
 
-PACKAGED = "You solve the task in Python, one step at a time"
+PACKAGED = "You are a deep agent: you solve the task in Python, one step at a time"
 EDITED = "You are a pirate analyst. MARKER-PIRATE: answer like a pirate."
 
 
