@@ -11,17 +11,7 @@ import itertools
 import pytest
 from IPython.core.error import UsageError
 
-from deepagent_magics.testing import ScriptedLM
-
-
-def agent(ip, *steps):
-    ip.user_ns["lm"] = ScriptedLM([*steps, ("Done.", "SUBMIT(result='done')")])
-    ip.run_cell("%%deepagent --lm lm\nwork on my data", store_history=True).raise_error()
-    return ip.user_ns["_deepagent_run"]
-
-
-def cell(ip, code):
-    ip.run_cell(code, store_history=True).raise_error()
+from tests.adversarial.test_undo_only_the_run import agent, cell
 
 
 def undo(ip, capsys, run_id):
