@@ -32,6 +32,9 @@ def evaluate(systems: dict[str, Callable[[dspy.Example], Outcome]], examples: li
     metric = metric if isinstance(metric, Metric) else Metric(metric)
     progress = progress or TextProgress()
     jobs = [(name, index) for name in systems for index in range(len(examples))]
+    # Run question by question, every system on each in turn: a long run stopped part way (or a
+    # machine that slows down) leaves the systems compared on the same questions, not some on none.
+    order = [(name, index) for index in range(len(examples)) for name in systems]
     progress.start(len(jobs))
     rows: dict[tuple[str, int], dict[str, Any]] = {}
 
@@ -59,7 +62,7 @@ def evaluate(systems: dict[str, Callable[[dspy.Example], Outcome]], examples: li
     with bundled_price_list():  # the baselines call the LM outside a DeepAgent run: offline, no list fetched
         try:
             futures = {pool.submit(contextvars.copy_context().run, one, name, index): (name, index)
-                       for name, index in jobs}
+                       for name, index in order}
             for future in as_completed(futures):
                 rows[futures[future]] = future.result()
                 if on_row is not None:

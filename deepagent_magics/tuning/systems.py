@@ -22,6 +22,7 @@ from dspy.utils.usage_tracker import track_usage
 from ..core.loop.ending import ended_by
 from ..core.model.failures import EXTRACTED
 from ..core.model.lm import resolve_lm
+from ..core.model.stop_sequences import stop_for
 from ..core.model.usage_sink import UsageSink
 from ..core.run.run import Run
 from ..core.run.secrets import scrub
@@ -222,10 +223,19 @@ class RLMSystem:
         return outcome(pred, len(pred.get("trajectory") or []), _tracked(pred), run.usage, ending=rlm_ending(pred))
 
 
+def baseline_lm(lm: Any) -> Any:
+    """``lm`` with the stop sequence a deep-agent step would carry, or ``lm`` itself when it takes none."""
+    stop = stop_for(lm)
+    return lm.copy(stop=stop) if stop else lm
+
+
 def systems_for(agent: "DeepAgent", baselines: Iterable[str] = (), optimized: "DeepAgent | None" = None,
                 lm: Any = None) -> dict[str, Callable[[dspy.Example], Outcome]]:
-    """The deep agent, the optimised one when given, and the named baselines, all on the same LM."""
-    lm = lm or resolve_lm(agent.lm)
+    """The deep agent, the optimised one when given, and the named baselines, all on the same LM.
+
+    The baselines' requests end at the adapter's end marker as the agent's steps do (`stop_for`: where
+    the provider takes a stop sequence), so a comparison measures the harnesses, not a request flag."""
+    lm = baseline_lm(lm or resolve_lm(agent.lm))
     systems: dict[str, Callable[[dspy.Example], Outcome]] = {}
     for name in baselines:
         if name not in BASELINES:

@@ -186,3 +186,26 @@ def test_each_row_is_handed_on_as_it_is_done_so_a_run_that_stops_keeps_what_it_h
     with pytest.raises(KeyboardInterrupt):
         evaluate({"echo": answers}, examples, exact, threads=1, on_row=done.append)
     assert [(row["task"], row["score"]) for row in done] == [("a", 1.0), ("b", 1.0)]
+
+
+def test_a_run_goes_question_by_question_so_a_stopped_one_compares_the_systems_on_the_same_questions():
+    """Every system answers a question before any starts the next: stopped in its second question, the
+    run has all systems on the first (system by system, it had the first system on all and the rest on none)."""
+    called = []
+
+    def system(name):
+        def answer(example):
+            if example.task == "b" and name == "deep agent":
+                raise KeyboardInterrupt  # stopped while the last system works on the second question
+            called.append((name, example.task))
+            return Outcome(dspy.Prediction(result=example.task), 1, 10)
+        return answer
+
+    examples = [dspy.Example(task=task, answer=task).with_inputs("task") for task in ("a", "b", "c")]
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        evaluate({name: system(name) for name in ("cot", "react", "deep agent")}, examples, exact, threads=1,
+                 on_row=done.append)
+    assert called[:5] == [("cot", "a"), ("react", "a"), ("deep agent", "a"), ("cot", "b"), ("react", "b")]
+    assert sorted((row["system"], row["task"]) for row in done if row["task"] == "a") == [
+        ("cot", "a"), ("deep agent", "a"), ("react", "a")]

@@ -98,3 +98,27 @@ def test_each_system_counts_the_tokens_it_read_and_wrote_apart_and_says_how_its_
     slow = DeepAgent(lm=wanders, max_iters=2)
     assert RLMSystem(slow, wanders)(example).ending == "extraction"
     assert ReActSystem(slow, wanders)(example).ending == "extraction"
+
+
+@pytest.mark.parametrize("model, stopped", [("openai/fake", True), ("openai/o3-mini", False)])
+def test_the_baselines_requests_end_at_the_marker_as_the_agents_steps_do(model, stopped):
+    """Each baseline's requests carry the stop sequence a deep-agent step carries, through DSPy's real client
+    to a real server (without it, a small model wrote on past the answer in the baselines only: the table
+    measured a request flag); a model family that refuses ``stop`` gets none, as the agent's steps do."""
+    from deepagent_magics.core.model.replies import COMPLETED
+    from deepagent_magics.testing_provider import FakeProvider, Reply
+
+    with FakeProvider() as provider:
+        provider.add(Reply.fields(reasoning="r", result="4"),  # cot
+                     Reply.fields(next_thought="t", next_tool_name="finish", next_tool_args="{}"),  # react
+                     Reply.fields(reasoning="r", result="4"),  # react's extract step
+                     Reply.fields(reasoning="r", code="SUBMIT(result='4')"))  # rlm
+        lm = dspy.LM(model, api_base=provider.url, api_key="sk-local", cache=False,
+                     **({"temperature": 1.0, "max_tokens": 16_000} if not stopped else {}))
+        systems = systems_for(DeepAgent(lm=lm), ["cot", "react", "rlm"], lm=lm)
+        example = dspy.Example(task="Double 2").with_inputs("task")
+        answers = [systems[name](example).pred.result for name in ("cot", "react", "rlm")]
+    assert answers == ["4", "4", "4"]
+    stops = [request["body"].get("stop") for request in provider.requests]
+    assert len(stops) == 4 and all(stop == ([COMPLETED] if stopped else None) for stop in stops), stops
+    assert "stop" not in lm.kwargs  # the caller's LM is not changed
