@@ -90,6 +90,7 @@ threading._register_atexit(os.makedirs, {marker!r})
 """
 
 
+@pytest.mark.subprocess  # the interpreter exits: a child process
 def test_atexit_through_every_alias_and_finalizers_never_run_at_exit(workspace, marker):
     deferred = exit_after(workspace, [ATEXIT.format(marker=str(marker))])
     assert not marker.exists()
@@ -99,6 +100,7 @@ def test_atexit_through_every_alias_and_finalizers_never_run_at_exit(workspace, 
     assert any(entry.startswith("threading atexit") for entry in removed), removed
 
 
+@pytest.mark.subprocess  # the interpreter exits: a child process
 def test_the_same_at_exit_without_approval_runs_as_the_agent_asked(workspace, marker):
     """The control: the attack does what it says when nothing removes it (kept, and named)."""
     deferred = exit_after(workspace, [ATEXIT.format(marker=str(marker))], approve="")

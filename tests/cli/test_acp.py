@@ -59,6 +59,7 @@ def test_the_environment_names_the_model_when_the_flag_does_not(served, monkeypa
     assert main(["acp"]) == 0 and served[1].lm_flag is None  # no model: each cell finds its own
 
 
+@pytest.mark.subprocess
 def test_a_scripted_model_is_set_up_in_the_sessions_own_kernel_not_passed_as_a_flag(served, tmp_path, monkeypatch):
     path = steps(tmp_path)
     monkeypatch.chdir(tmp_path)

@@ -15,6 +15,8 @@ import pytest
 
 from deepagent_magics.interpreters.pool import seccomp
 
+pytestmark = pytest.mark.subprocess  # compiling the filter runs a child (and the tests load it into one)
+
 CHILD = r"""
 import ctypes, errno, os, sys
 program = sys.stdin.buffer.read()
@@ -60,7 +62,6 @@ def test_the_program_is_a_bpf_program_and_is_compiled_once(compiled):
 
 
 @pytest.mark.skipif(sys.platform != "linux" or os.uname().machine != "x86_64", reason="x86-64 system call numbers")
-@pytest.mark.subprocess
 def test_the_filter_refuses_what_it_lists_and_lets_the_rest_through(compiled):
     control = run_child(b"")
     changed = ("personality", "tiocsti", "keyctl")
