@@ -21,15 +21,17 @@ MAX_MODULES = 16  # per folder
 CORE_ROOMS = ["core.workspace", "core.run", "core.policy", "core.model", "core.loop"]
 
 # Plain modules every room may import: the error family, the settings table and model text made safe to show
-# (errors.py, settings.py, safe_text.py), a package's names on first use (first_use.py) and its old module paths
-# (_compat.py); they import nothing of the package but each other (settings -> errors).
-SHARED = {"errors", "settings", "safe_text", "first_use", "_compat"}
+# (errors.py, settings.py, safe_text.py), a package's names on first use (first_use.py), its old module paths
+# (_compat.py) and a coroutine run from synchronous code (coroutines.py); they import nothing of the package
+# but each other (settings -> errors).
+SHARED = {"errors", "settings", "safe_text", "first_use", "_compat", "coroutines"}
 
 # What each room may import from the package (besides itself, `SHARED` and the standard library).
 ALLOWED = {
     "errors": set(),
     "settings": {"errors"},
     "safe_text": set(),
+    "coroutines": set(),
     **{here: set(CORE_ROOMS[:i]) for i, here in enumerate(CORE_ROOMS)},
     "core": set(CORE_ROOMS),  # core/__init__.py: the core's public names
     "interpreters": {"core"},

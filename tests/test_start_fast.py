@@ -19,9 +19,12 @@ import pytest
 from tests.cli.test_commands import BAD
 
 ROOT = Path(__file__).resolve().parents[1]
-# A gateway is asked by the kernels' room, which imports DSPy (interpreters/pool/limits.py, pooled_kernel.py):
-# its mistakes are told after DSPy is loaded (not yet split off).
-NEEDS_THE_POOL = {"a gateway that does not answer", "a gateway URL that is no URL"}
+# `deepagent bench`'s mistakes (tests/cli/test_bench.py has what each says)
+BENCH_BAD = [["bench", "nope", "--lm", "openai/x"], ["bench", "sklearn", "--lm", "openai/x", "--limit", "0"],
+             ["bench", "sklearn", "--lm", "openai/x", "--threads", "0"],
+             ["bench", "sklearn", "--lm", "openai/x", "--baselines", "magic"],
+             ["bench", "sklearn", "--lm", "openai/x", "--where", "level"], ["bench", "sklearn", "--lm", "gpt4"],
+             ["bench", "sklearn"]]
 
 # Runs the command line's main on each argv in turn, in one process; after each, the model libraries loaded
 # so far: the first case that loaded one is the one to blame.
@@ -64,7 +67,7 @@ def bad_inputs(tmp_path):
 @pytest.mark.subprocess
 def test_help_and_every_bad_input_of_the_command_line_load_neither_dspy_nor_litellm(bad_inputs):
     cases = [["--help"], ["run", "--help"], ["bench", "--help"],
-             *(argv for case, argv in BAD.items() if case not in NEEDS_THE_POOL)]
+             *BAD.values(), *BENCH_BAD]
     done = probe(CLI_PROBE, json.dumps(cases), cwd=bad_inputs, env={"DEEPAGENT_LM": ""})
     assert done.returncode == 0, done.stderr
     results = json.loads(done.stdout.splitlines()[-1])

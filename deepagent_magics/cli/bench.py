@@ -12,26 +12,35 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..core.model.lm import NoLMError, resolve_lm
 from ..core.model.lm_options import parse_lm_options
 from ..errors import UserError
-from ..tuning.bench import check_arguments, parse_where, run_suite
+from ..tuning.bench_arguments import check_arguments, parse_where
 from ..tuning.progress import TextProgress
-from .models import default_model, model_from_spec
+from .models import NO_MODEL, default_maker, model_maker, some_model_named
 from .parser import UsageProblem
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    from ..core.loop.agent import DeepAgent
-
-    try:
+    try:  # the input checked before DSPy is imported (making the model and running the suite import it)
         check_arguments(args.suite, args.limit, args.baselines, args.threads)
         where = parse_where(args.where)
         options = parse_lm_options(args.lm_options)
-        lm = resolve_lm(model_from_spec(args.lm, options=options) or default_model(), options=options)
-    except NoLMError:
-        raise UsageProblem("no model: pass --lm openai/gpt-4o-mini (or scripted:FILE.json), or set DEEPAGENT_LM") from None
+        make_lm = model_maker(args.lm, options=options) or default_maker()
+        if not some_model_named(make_lm):
+            raise UsageProblem(NO_MODEL)
     except UserError:  # an unknown suite, a bad argument or model id: main shows its one line
+        raise
+    except ValueError as exc:
+        raise UsageProblem(str(exc).splitlines()[0]) from None
+    from ..core.loop.agent import DeepAgent
+    from ..core.model.lm import NoLMError, resolve_lm
+    from ..tuning.bench import run_suite
+
+    try:
+        lm = resolve_lm(make_lm() if make_lm is not None else None, options=options)
+    except NoLMError:
+        raise UsageProblem(NO_MODEL) from None
+    except UserError:  # a model that cannot be made: main shows its one line
         raise
     except ValueError as exc:
         raise UsageProblem(str(exc).splitlines()[0]) from None

@@ -20,16 +20,13 @@ from ..core.model.lm_options import parse_lm_options
 from ..safe_text import plain
 from ..settings import CLI, SETTINGS, agent_keywords, at, for_kernels
 from .inputs import load_variables, parse_load
-from .models import default_maker, model_maker
+from .models import NO_MODEL, default_maker, model_maker, some_model_named
 from .parser import UsageProblem
 
 if TYPE_CHECKING:
     from ..core.run.run import Run
 
 EXTRACTED = 3  # the exit status of a run that finished with an answer the agent did not submit (docs/cli.md)
-NO_MODEL = "no model: pass --lm openai/gpt-4o-mini (or scripted:FILE.json), or set DEEPAGENT_LM"
-
-
 def run_task(args: argparse.Namespace) -> int:
     task = sys.stdin.read() if args.task == "-" else args.task
     if not task.strip():
@@ -46,8 +43,8 @@ def run_task(args: argparse.Namespace) -> int:
     make_lm = model_maker(args.lm, options=options) or default_maker()  # each checked, nothing made yet
     make_sub_lm = model_maker(args.sub_lm, "--sub-lm", options=options)
     namespace = load_variables(args.load)
-    if make_lm is None and not os.environ.get("DEEPAGENT_LM", "").strip() and "dspy" not in sys.modules:
-        raise UsageProblem(NO_MODEL)  # nothing names a model, and nobody configured DSPy's in this process
+    if not some_model_named(make_lm):
+        raise UsageProblem(NO_MODEL)
     with agent_output_to_stderr():
         run = _run(args, task, (make_lm, make_sub_lm, options), namespace, workspace)
     if run is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -23,6 +24,15 @@ SCRIPTED = "scripted:"
 
 class ModelError(UserError, ValueError):
     """A model name the command line cannot use; the message is one line."""
+
+
+NO_MODEL = "no model: pass --lm openai/gpt-4o-mini (or scripted:FILE.json), or set DEEPAGENT_LM"
+
+
+def some_model_named(make_lm: Callable[[], Any] | None) -> bool:
+    """Whether a model is named for the command, told before DSPy is imported: by a flag (``make_lm``), by
+    ``DEEPAGENT_LM``, or (in a process that already imported DSPy, a test's) by DSPy's configured LM."""
+    return make_lm is not None or bool(os.environ.get("DEEPAGENT_LM", "").strip()) or "dspy" in sys.modules
 
 
 def model_from_spec(spec: str | None, flag: str = "--lm", options: dict[str, Any] | None = None) -> Any:

@@ -1,23 +1,19 @@
 """KernelInterpreter: a dspy `CodeInterpreter` whose REPL is a Jupyter kernel of its own.
 
-A sub-agent's code runs in a separate process, so it cannot see its parent's
-variables; it shares only the workspace directory (the kernel's current
-directory). The kernel comes from a `KernelPool` already started, connected and
-prepared, so the first step runs within milliseconds of taking it.
+A sub-agent's code runs in a separate process, so it cannot see its parent's variables; it shares
+only the workspace directory (the kernel's current directory). The kernel comes from a `KernelPool`
+already started, connected and prepared, so the first step runs within milliseconds of taking it.
 
-Each step is one ``execute_request`` (see `kernel_side`); what the code prints
-and displays comes back on the iopub channel, and how it ended (ok, SUBMIT,
-error) in the ``execute_reply``. Tool calls go to the host over the stdin channel:
-the kernel's tool stubs call ``input()`` with a JSON request, the host runs the
-tool (through ``tool_binding.bind_tool``, so it acts on the sub-agent's run) and
-answers with the JSON result (`kernel_bridge`). Every tool works this way, ``llm_query``
-and ``delegate`` included, and so does DSPy's sandbox ``dspy`` facade, whose requests
-are checked first (`facade_guard`): a kernel never makes the host import or evaluate
-a name it chose. Values cross as JSON, converted as DSPy converts them (`wire`);
-one that cannot be is an error, never its ``str``.
-
-DSPy's interpreter callbacks fire for ``start``, ``execute``, ``shutdown`` and each
-tool call (``invoke_tool``), as for DSPy's own interpreters.
+Each step is one ``execute_request`` (see `kernel_side`); what the code prints and displays comes
+back on the iopub channel, and how it ended (ok, SUBMIT, error) in the ``execute_reply``. Tool calls
+go to the host over the stdin channel: the kernel's tool stubs call ``input()`` with a JSON request,
+the host runs the tool (through ``tool_binding.bind_tool``, so it acts on the sub-agent's run) and
+answers with the JSON result (`kernel_bridge`). Every tool works this way, ``llm_query`` and
+``delegate`` included, and so does DSPy's sandbox ``dspy`` facade, whose requests are checked first
+(`facade_guard`): a kernel never makes the host import or evaluate a name it chose. Values cross as
+JSON, converted as DSPy converts them (`wire`); one that cannot be is an error, never its ``str``.
+DSPy's interpreter callbacks fire for ``start``, ``execute``, ``shutdown`` and each tool call
+(``invoke_tool``), as for DSPy's own interpreters.
 """
 
 from __future__ import annotations
@@ -29,14 +25,11 @@ import time
 from typing import Any, Callable
 
 import zmq
-from dspy.primitives.code_interpreter import (
-    CodeExecutionError,
-    CodeInterpreterError,
-    FinalOutput,
-)
+from dspy.primitives.code_interpreter import CodeExecutionError, CodeInterpreterError, FinalOutput
 from dspy.primitives.facade import HOST_TOKEN_VAR
 from dspy.utils.callback import with_callbacks
 
+from ..errors import DeepAgentError
 from ..core.loop.agent import DEFAULT_TIMEOUT
 from ..core.policy import approval
 from ..core.loop.tool_binding import accept_positional, binder
@@ -47,7 +40,7 @@ from .capture import bundle_to_text
 from .kernel_bridge import ToolBridge
 from .kernel_side import RESULT_SOURCE, RUNTIME_NAME, SETUP_FILENAME
 from .pool import Kernel, KernelPool, KernelStartError, start_kernel
-from .pool.limits import LimitExceeded, LimitHit
+from .pool.limits import LimitHit
 from .step_execution import StepInterpreter
 from .wire import NotCarried, to_wire
 
@@ -60,6 +53,14 @@ KERNEL_EXECUTION_INSTRUCTIONS = (
     "there. Your variables persist between steps. Your parent gets your files "
     "and what you SUBMIT, as data (a dict stays a dict; the rest as text). A step may run {timeout:g} s."
 )
+
+
+class LimitExceeded(DeepAgentError, CodeInterpreterError):
+    """A sub-agent's kernel hit one of its limits (`pool.limits`) and was stopped; the line its parent reads."""
+
+    def __init__(self, hit: LimitHit):
+        super().__init__(f"the sub-agent was stopped: {hit.line}")
+        self.hit = hit
 
 
 # StepInterpreter.execute without DSPy's callback wrapper, should it have one: this class adds its own.
@@ -79,8 +80,7 @@ class KernelInterpreter(ToolBridge, StepInterpreter):
         wrap_tool: how a tool is called on the host (``core.loop.tool_binding.binder``).
         cwd: the directory the kernel works in (the workspace).
         on_start: called with the interpreter once it has its kernel.
-        cancelled: set when this interpreter is stopped (the session's ``cancelled`` event,
-            which host tools may check to stop early).
+        cancelled: set when this interpreter is stopped (the session's ``cancelled`` event: host tools may stop early).
     """
 
     def __init__(

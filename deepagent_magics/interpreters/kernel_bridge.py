@@ -28,7 +28,7 @@ from typing import Any, Callable
 from dspy.utils.callback import with_callbacks
 
 from ..errors import DeepAgentSignal
-from ..core.loop.tool_binding import run_coroutine
+from ..coroutines import run_coroutine
 from ..core.loop.pipeline import through
 from ..core.model.facade_requests import facade_requests
 from ..core.policy import approval

@@ -46,16 +46,19 @@ class BenchMagics(AgentMagicsBase):
     @line_magic
     def deepagent_bench(self, line: str) -> BenchReport:
         """Measure the deep agent (and baselines) on a public benchmark suite; show and return the table."""
-        from ..tuning.bench import BenchError, SuiteUnavailable, UnknownSuite, check_arguments, parse_where, run_suite
-        from ..tuning.progress import progress_for
+        from ..tuning.bench_arguments import BenchError, check_arguments, parse_where
+        from ..tuning.suites import SuiteUnavailable, UnknownSuite
 
         args = parse_flags(self.deepagent_bench, line)
         check_out(args.out)
-        try:
+        try:  # checked before DSPy is imported
             check_arguments(args.suite, args.limit, args.baselines, args.threads)
             where = parse_where(args.where)
         except (UnknownSuite, BenchError) as exc:
             raise UsageError(str(exc)) from None
+        from ..tuning.bench import run_suite
+        from ..tuning.progress import progress_for
+
         profile = self._profile(args.profile)
         agent = self._agent(profile, args.lm)  # as %%deepagent runs it: the configured limits, any tuned program
         try:

@@ -35,16 +35,6 @@ class BaselineUnavailable(UserError, RuntimeError):
     """deepagents, or a LangChain model for the LM, cannot be had; the message is one line."""
 
 
-def available() -> str | None:
-    """None when deepagents can be imported, else why not."""
-    try:
-        import deepagents  # noqa: F401
-        from deepagents.backends import FilesystemBackend  # noqa: F401
-    except Exception as exc:  # any import error of an optional peer: why it is not available
-        return f"{type(exc).__name__}: {exc}"
-    return None
-
-
 def chat_model_for(lm: Any) -> Any:
     """A LangChain chat model for the DSPy LM ``lm`` (a model id or an LM with ``.model``)."""
     model = lm if isinstance(lm, str) else getattr(lm, "model", None)

@@ -58,7 +58,7 @@ def test_the_command_line_says_when_every_task_failed(tmp_path, capsys, monkeypa
     def no_key(request):
         raise RuntimeError("AuthenticationError: invalid api key")
 
-    monkeypatch.setattr(cli_bench, "model_from_spec", lambda spec, *args, **kwargs: ScriptedLM(no_key))
+    monkeypatch.setattr(cli_bench, "model_maker", lambda spec, *args, **kwargs: lambda: ScriptedLM(no_key))
     bench_data.dabench(tmp_path / "cache")
     status = main(["bench", "dabench", "--lm", "openai/gpt-4o-mini", "--cache-dir", str(tmp_path / "cache"),
                    "--out", str(tmp_path / "out"), "--quiet"])

@@ -14,7 +14,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
 
 from deepagent_magics.cli import main  # noqa: E402
 from deepagent_magics.testing import ScriptedLM  # noqa: E402
-from deepagent_magics.tuning import bench, langchain_baseline  # noqa: E402
+from deepagent_magics.tuning import bench, bench_arguments, langchain_baseline  # noqa: E402
 from tests.adversarial import bench_data  # noqa: E402
 
 CODE = {
@@ -70,7 +70,7 @@ def test_deepagents_without_a_langchain_model_for_the_lm_is_one_line(tmp_path):
 
 
 def test_deepagents_not_installed_is_one_line_before_anything_runs(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(bench, "available", lambda: "ModuleNotFoundError: No module named 'deepagents'")
+    monkeypatch.setattr(bench_arguments, "available", lambda: "ModuleNotFoundError: No module named 'deepagents'")
     bench_data.dabench(tmp_path / "cache")
     status = main(["bench", "dabench", "--lm", "openai/gpt-4o-mini", "--baselines", "cot,deepagents",
                    "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out")])

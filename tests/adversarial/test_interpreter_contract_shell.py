@@ -94,7 +94,7 @@ def test_tools_see_the_runs_dspy_settings_sync_and_async(tmp_path):
 
 
 def test_run_coroutine_is_one_public_helper_the_pool_uses_too():
-    from deepagent_magics.core.loop.tool_binding import run_coroutine
+    from deepagent_magics.coroutines import run_coroutine
     from deepagent_magics.interpreters.pool import pooled_kernel as kernel
 
     assert kernel.run_coroutine is run_coroutine

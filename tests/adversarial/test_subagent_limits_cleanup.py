@@ -21,7 +21,8 @@ import pytest
 
 from deepagent_magics.interpreters.kernel import KernelInterpreter
 from deepagent_magics.interpreters.pool import KernelPool, cgroups, sandbox
-from deepagent_magics.interpreters.pool.limits import LimitExceeded, ResourceLimits
+from deepagent_magics.interpreters.kernel import LimitExceeded
+from deepagent_magics.interpreters.pool.limits import ResourceLimits
 from deepagent_magics.interpreters.pool.sandbox import SandboxPolicy
 
 pytestmark = [pytest.mark.kernel, pytest.mark.subprocess]

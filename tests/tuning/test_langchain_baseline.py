@@ -9,7 +9,8 @@ import pytest
 
 from deepagent_magics.errors import UserError
 from deepagent_magics.tuning.bench import BenchError, check_arguments
-from deepagent_magics.tuning.langchain_baseline import BaselineUnavailable, available, chat_model_for
+from deepagent_magics.tuning.bench_arguments import available
+from deepagent_magics.tuning.langchain_baseline import BaselineUnavailable, chat_model_for
 
 
 def test_without_deepagents_it_says_why_and_the_bench_refuses_the_baseline_first(monkeypatch):

@@ -4,7 +4,7 @@ A notebook function keeps its name, signature and docstring (what the agent read
 runs where it was defined: in the notebook's process, with the notebook's state, also when
 a sub-agent in another kernel calls it (over the kernel's tool bridge). Around it:
 
-- a coroutine it returns is awaited (`tool_binding.run_coroutine`, in a copy of the caller's context);
+- a coroutine it returns is awaited (`coroutines.run_coroutine`, in a copy of the caller's context);
 - an exception it raises comes back to the agent as an ``Error: ...`` string, which the agent
   reads and acts on: it never ends the run (a KeyboardInterrupt, or a stopped sub-agent's
   cancellation, still does: they are not the tool's failure);
@@ -19,7 +19,7 @@ import keyword
 from typing import Any, Callable
 
 from ..run import session as _session
-from .tool_binding import run_coroutine
+from ...coroutines import run_coroutine
 from ..run.secrets import scrub
 
 MARK = "__deepagent_notebook_tool__"

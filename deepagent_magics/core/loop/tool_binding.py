@@ -4,18 +4,16 @@ an async tool's coroutine run to completion.
 RLM hands interpreters keyword-only wrappers (``invoke(**kwargs)``) that carry the
 original function's ``__signature__``; models write ``read_file("a.txt", 10)``. For an
 ``async def`` tool RLM's wrapper is a coroutine function: agent code calls it like any
-other tool and gets the value, as in DSPy's own interpreters (`awaiting`, `run_coroutine`).
+other tool and gets the value, as in DSPy's own interpreters (`awaiting`, `coroutines.run_coroutine`).
 DSPy's sandbox facade call tool calls its LM with a Request, not ``messages=`` (`core.model.facade_requests`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import inspect
-import threading
 from typing import Any, Callable
 
+from ...coroutines import run_coroutine
 from ..model.facade_requests import facade_requests
 from .pipeline import through
 from ..policy.spend import guard_tool
@@ -104,39 +102,6 @@ def awaiting(tool: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-def run_coroutine(awaitable: Any, *, copy_context: bool = False) -> Any:
-    """Run ``awaitable`` to completion from synchronous code and return its value.
-
-    In this thread when no event loop runs here; else (a notebook's main thread runs
-    ipykernel's loop, which cannot be re-entered) in a helper thread: with
-    ``copy_context``, in a copy of this thread's context (so a tool sees the run's
-    `dspy.context` settings and session); without, in a fresh one (jupyter_client caches
-    its event loop in a context variable that must not cross threads).
-    """
-    coroutine = awaitable if inspect.iscoroutine(awaitable) else _await(awaitable)
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    context = contextvars.copy_context() if copy_context else None
-    outcome: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            outcome["value"] = context.run(asyncio.run, coroutine) if context is not None else asyncio.run(coroutine)
-        except BaseException as exc:  # everything, BaseException too: re-raised in the caller's thread
-            outcome["error"] = exc
-
-    helper = threading.Thread(target=run, name="deepagent-run-coroutine", daemon=True)
-    helper.start()
-    helper.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("value")
-
-
-async def _await(awaitable: Any) -> Any:
-    return await awaitable
 
 
 def binder(session: Any) -> Callable[[str, Callable[..., Any]], Callable[..., Any]]:

@@ -34,8 +34,6 @@ import sys
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
-from dspy.primitives.code_interpreter import CodeInterpreterError
-
 from ...errors import DeepAgentError
 from ...settings import SETTINGS
 
@@ -105,14 +103,6 @@ class LimitHit:
     def line(self) -> str:
         limit = LIMITS[self.limit]
         return f"{limit.reason.format(self.value)} (limit {limit.flag}, held by {self.mechanism})"
-
-
-class LimitExceeded(DeepAgentError, CodeInterpreterError):
-    """A sub-agent's kernel hit one of its limits and was stopped; the message is the line its parent reads."""
-
-    def __init__(self, hit: LimitHit):
-        super().__init__(f"the sub-agent was stopped: {hit.line}")
-        self.hit = hit
 
 
 # ---------------------------------------------------------------- rlimits

@@ -29,7 +29,7 @@ from jupyter_client import AsyncKernelManager, BlockingKernelClient
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 
 from ...errors import DeepAgentError
-from ...core.loop.tool_binding import run_coroutine
+from ...coroutines import run_coroutine
 from .. import kernel_side
 from ..kernel_side import RUNTIME_NAME
 from . import launcher, lifecycle, sandbox, seccomp

@@ -20,7 +20,7 @@ from ...core.loop.ending import not_submitted
 from ...core.policy.approval import waited
 from ...core.run.run import Run
 from ...interpreters.kernel import KernelInterpreter
-from ...interpreters.pool.limits import LimitExceeded
+from ...interpreters.kernel import LimitExceeded
 from .tree import Outcome, Spec
 
 STOP_GRACE = 0.5  # after a child is stopped, before its parent stops waiting for its thread

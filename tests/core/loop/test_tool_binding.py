@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-
 import pytest
 
-from deepagent_magics.core.loop.tool_binding import ANSWERS_ERRORS, accept_positional, awaiting, run_coroutine
-
-WHO = contextvars.ContextVar("who", default="nobody")
+from deepagent_magics.core.loop.tool_binding import ANSWERS_ERRORS, accept_positional, awaiting
 
 
 def read(path: str, offset: int = 0, **rest) -> str:
@@ -31,20 +26,6 @@ def test_a_tool_that_answers_errors_gets_the_call_it_should_have_made():
 
     setattr(ls, ANSWERS_ERRORS, True)
     assert accept_positional("ls", ls)(1, 2).startswith("Error: ls(): too many positional arguments; call it as ls(path='.')")
-
-
-def test_a_coroutine_runs_to_completion_here_or_in_a_helper_thread_with_the_callers_context():
-    async def value():
-        await asyncio.sleep(0)
-        return WHO.get()
-
-    WHO.set("the run")
-    assert run_coroutine(value()) == "the run"
-
-    async def inside_a_loop():
-        return run_coroutine(value(), copy_context=True), run_coroutine(value())
-
-    assert asyncio.run(inside_a_loop()) == ("the run", "nobody")
 
 
 def test_awaiting_makes_an_async_tool_plain_and_keeps_its_metadata():

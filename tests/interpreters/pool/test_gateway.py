@@ -23,7 +23,8 @@ from deepagent_magics import DeepAgent
 from deepagent_magics.interpreters.kernel import KernelInterpreter
 from deepagent_magics.interpreters.pool import KernelPool
 from deepagent_magics.interpreters.pool.gateway import Gateway, GatewayError, GatewayKernel
-from deepagent_magics.interpreters.pool.limits import LimitExceeded, ResourceLimits
+from deepagent_magics.interpreters.kernel import LimitExceeded
+from deepagent_magics.interpreters.pool.limits import ResourceLimits
 from deepagent_magics.interpreters.pool.sandbox import SandboxPolicy
 from deepagent_magics.testing import ScriptedLM
 from tests.servers import free_port, serving
