@@ -2,6 +2,7 @@
 
     python -m deepagent_magics.tuning.quality_tables bench-results/sklearn-all.json
     python -m deepagent_magics.tuning.quality_tables bench-results/sklearn-all.done.jsonl   # a run stopped early
+    python -m deepagent_magics.tuning.quality_tables dev/sklearn-all.json held-out/sklearn-all.json  # runs side by side
 
 prints, as Markdown: per system, accuracy over all tasks and over each half (a suite whose tasks
 carry a ``half``: the sklearn suite's development and held-out halves), steps, prompt and
@@ -10,6 +11,10 @@ how each answer ended (its ``SUBMIT``, a stall, an extraction once the steps ran
 the issue's goal for the deep agent, checked; and the machine the run shared (wall and CPU time,
 load average). docs/quality.md's measured tables are its output, pasted with the command that made the
 result file.
+
+Several result files (the halves run at once, one process each) make one set of tables. Systems are
+compared on the same questions: a question not every system answered (a run stopped part way through
+it) is left out of every table, and the tables say how many rows that left out.
 """
 
 from __future__ import annotations
@@ -26,10 +31,38 @@ TOKENS_GOAL = 0.8  # the deep agent's tokens per solved task, at most this share
 
 
 def quality_markdown(report: BenchReport) -> str:
+    report, left_out = comparable(report)
     halves = _values(report, "half")
-    parts = [_main_table(report, halves), _kind_table(report), _endings_table(report), _goal(report, halves),
-             _machine(report)]
+    parts = [_left_out(left_out), _main_table(report, halves), _kind_table(report), _endings_table(report),
+             _goal(report, halves), _machine(report)]
     return "\n".join(part for part in parts if part)
+
+
+def comparable(report: BenchReport) -> tuple[BenchReport, int]:
+    """``report`` with only the questions every system answered, and how many rows that left out."""
+    answered: dict[str, set[str]] = {}
+    for row in report.rows:
+        answered.setdefault(row["task_id"], set()).add(row["system"])
+    rows = [row for row in report.rows if answered[row["task_id"]] >= set(report.systems)]
+    if len(rows) == len(report.rows):
+        return report, 0
+    kept = BenchReport(report.suite, report.title, report.split, report.lm, report.metric, report.systems, rows,
+                       started=report.started, machine=report.machine)
+    return kept, len(report.rows) - len(rows)
+
+
+def merged(reports: list[BenchReport]) -> BenchReport:
+    """One report of runs made side by side (each its own questions): their rows, their systems in order; the
+    machine figures stay each run's own (`_machine` of each)."""
+    first = reports[0]
+    systems = list(dict.fromkeys(system for each in reports for system in each.systems))
+    return BenchReport(first.suite, first.title, first.split, first.lm, first.metric, systems,
+                       [row for each in reports for row in each.rows], started=first.started)
+
+
+def _left_out(count: int) -> str:
+    rows = "1 row of a question" if count == 1 else f"{count} rows of questions"
+    return f"({rows} not every system answered left out: the systems are compared on the same questions.)\n" if count else ""
 
 
 def _values(report: BenchReport, key: str) -> list[str]:
@@ -153,12 +186,21 @@ def _row(cells: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1 or not Path(args[0]).is_file():
+    if not args or not all(Path(each).is_file() for each in args):
         print("usage: python -m deepagent_magics.tuning.quality_tables RESULTS.json (or a stopped run's "
-              "RESULTS.done.jsonl)", file=sys.stderr)
+              "RESULTS.done.jsonl; several: runs made side by side)", file=sys.stderr)
         return 2
-    read = BenchReport.read_done if args[0].endswith(".done.jsonl") else BenchReport.read
-    print(quality_markdown(read(args[0])), end="")
+    reports = [(BenchReport.read_done if each.endswith(".done.jsonl") else BenchReport.read)(each) for each in args]
+    if len({each.suite for each in reports}) > 1:
+        print(f"quality_tables: the files are of different suites: {', '.join(each.suite for each in reports)}",
+              file=sys.stderr)
+        return 2
+    if len(reports) == 1:
+        print(quality_markdown(reports[0]), end="")
+        return 0
+    print(quality_markdown(merged(reports)), end="")
+    for each in reports:
+        print(_machine(each), end="")
     return 0
 
 

@@ -83,8 +83,42 @@ def test_a_stopped_run_has_its_tables_from_the_rows_it_kept_as_they_were_done(tm
                             for each in made.rows[:6]))  # stopped during the deep agent's third question
     assert main([str(kept)]) == 0
     text = capsys.readouterr().out
-    assert "| deep agent | 100% | 100% | n/a |" in text and "| cot | 25% |" in text and "The run:" not in text
+    assert text.startswith("(2 rows of questions not every system answered left out")  # cot's c and d
+    assert "| deep agent | 100% | 100% |" in text and "| cot | 50% | 50% |" in text and "The run:" not in text
     again = BenchReport.read_done(kept)
     assert again.systems == ["cot", "deep agent"] and (again.suite, again.split) == ("sklearn", "all")
     assert again.steps[("deep agent", "b")] == [{"code": "print(1)", "output": "1"}]
     assert "steps_taken" not in again.rows[0]
+
+
+def test_systems_are_compared_only_on_the_questions_every_one_answered():
+    """Stopped while the deep agent worked on a question the others had answered, a run's rows of that question
+    would count for cot only: the tables leave it out and say so."""
+    made = report()
+    made.rows = [each for each in made.rows if not (each["system"] == "deep agent" and each["task_id"] == "d")]
+    text = quality_markdown(made)
+    assert text.startswith("(1 row of a question not every system answered left out: the systems are compared")
+    assert "| system | accuracy (3) |" in text and "| cot | 33% |" in text and "| deep agent | 100% |" in text
+
+
+def test_runs_made_side_by_side_make_one_set_of_tables_with_each_runs_machine(tmp_path, capsys):
+    made = report()
+    dev, held = (tmp_path / "dev", tmp_path / "held")
+    for folder, half in ((dev, "dev"), (held, "held-out")):
+        part = report()
+        part.rows = [each for each in made.rows if each["half"] == half]
+        part.write(folder)
+    kept = tmp_path / "stopped" / "sklearn-all.done.jsonl"
+    kept.parent.mkdir()
+    kept.write_text(json.dumps(made.rows[0]) + "\n")
+    assert main([str(dev / "sklearn-all.json"), str(held / "sklearn-all.json")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(quality_markdown(BenchReport(made.suite, made.title, made.split, made.lm, made.metric,
+                                                       made.systems, sorted(made.rows, key=lambda r: r["half"]))))
+    assert out.count("The run: 2026-11-27T12:00:00+00:00, local, 30 minutes") == 2
+    assert "| cot | 25% | 50% | 0% |" in out and "| deep agent | 75% | 100% | 50% |" in out
+    other = tmp_path / "other" / "dabench-dev.done.jsonl"
+    other.parent.mkdir()
+    other.write_text(json.dumps(made.rows[0]) + "\n")
+    assert main([str(kept), str(other)]) == 2
+    assert "different suites: sklearn, dabench" in capsys.readouterr().err
