@@ -34,7 +34,7 @@ def run_bench(args: argparse.Namespace) -> int:
         raise UsageProblem(str(exc).splitlines()[0]) from None
     from ..core.loop.agent import DeepAgent
     from ..core.model.lm import NoLMError, resolve_lm
-    from ..tuning.bench import run_suite
+    from ..tuning.bench import BenchStopped, run_suite
 
     try:
         lm = resolve_lm(make_lm() if make_lm is not None else None, options=options)
@@ -55,6 +55,11 @@ def run_bench(args: argparse.Namespace) -> int:
         report = run_suite(args.suite, lm, limit=args.limit, baselines=args.baselines, threads=args.threads,
                            out=args.out, cache_dir=args.cache_dir, split=args.split, agent=agent, progress=progress,
                            where=where)
+    except BenchStopped as stopped:  # ^C: the table of what was done, and its files
+        print(stopped.report.to_markdown(), end="")
+        print(f"deepagent bench: stopped {stopped.report.stopped}; wrote {', '.join(stopped.report.files)}",
+              file=sys.stderr)
+        return 130
     except UserError:  # a suite that cannot be had: main shows its one line
         raise
     except OSError as exc:

@@ -56,7 +56,7 @@ class BenchMagics(AgentMagicsBase):
             where = parse_where(args.where)
         except (UnknownSuite, BenchError) as exc:
             raise UsageError(str(exc)) from None
-        from ..tuning.bench import run_suite
+        from ..tuning.bench import BenchStopped, run_suite
         from ..tuning.progress import progress_for
 
         profile = self._profile(args.profile)
@@ -65,6 +65,9 @@ class BenchMagics(AgentMagicsBase):
             report = run_suite(args.suite, agent.lm, limit=args.limit, baselines=args.baselines,
                                threads=args.threads, out=args.folder, cache_dir=args.cache_dir, split=args.split,
                                agent=agent, progress=progress_for(self.shell, "deepagent_bench"), where=where)
+        except BenchStopped as stopped:  # interrupted: the table of what was done, kept like a whole run's
+            report = stopped.report
+            print(f"deepagent_bench: stopped {report.stopped}")
         except (SuiteUnavailable, BenchError) as exc:
             raise UsageError(str(exc)) from None
         except OSError as exc:

@@ -38,6 +38,15 @@ def examples_for(tasks: list[Task]) -> list[dspy.Example]:
             for task in tasks]
 
 
+class BenchStopped(KeyboardInterrupt):
+    """The benchmark was interrupted (^C, a kernel interrupt): ``report`` holds the answers done so far, written
+    to ``out`` as a whole run's are, with the machine figures up to the stop."""
+
+    def __init__(self, report: BenchReport):
+        super().__init__(f"the benchmark was stopped {report.stopped}")
+        self.report = report
+
+
 def run_suite(suite: str, lm: Any = None, *, limit: int | None = None, baselines: Iterable[str] = (),
               threads: int = 4, out: str | Path | None = None, cache_dir: str | Path | None = None,
               split: str | None = None, agent: "DeepAgent | None" = None, progress: Any = None,
@@ -46,6 +55,7 @@ def run_suite(suite: str, lm: Any = None, *, limit: int | None = None, baselines
 
     ``langchain_model``: the chat model of the ``deepagents`` baseline (default: ``lm``'s id through LangChain).
     ``where``: only the tasks whose details match, e.g. ``{"level": "hard"}`` or ``{"dataset": "trec_coarse"}``.
+    Interrupted, it raises `BenchStopped` (a ``KeyboardInterrupt``) carrying the report of what was done.
     """
     found, names = check_arguments(suite, limit, baselines, threads)
     tasks = found.load(cache_dir, split, limit, where)
@@ -68,22 +78,39 @@ def run_suite(suite: str, lm: Any = None, *, limit: int | None = None, baselines
                          list(systems), [])
     done = report.done_file(out) if out is not None else None
 
+    finished: list[dict[str, Any]] = []
+
     def keep(row: dict[str, Any]) -> None:  # each row as it is done: a long run that stops keeps what it has
-        with open(done, "a", encoding="utf-8") as handle:  # type: ignore[arg-type]
-            handle.write(json.dumps({**bench_row(row, tasks), "steps_taken": row.get("trajectory") or []},
-                                    default=str) + "\n")
+        finished.append(row)
+        if done is not None:
+            with open(done, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps({**bench_row(row, tasks), "steps_taken": row.get("trajectory") or []},
+                                        default=str) + "\n")
 
     if done is not None:
         done.parent.mkdir(parents=True, exist_ok=True)
         done.write_text("", encoding="utf-8")
-    with MachineLoad() as load:
-        table = evaluate(systems, examples_for(tasks), metric, threads, progress, on_row=keep if done else None)
-    report.rows = [bench_row(row, tasks) for row in table.rows]
-    report.steps = {(row["system"], tasks[row["example"]].id): row.get("trajectory") or [] for row in table.rows}
-    report.machine = load.summary()
+    try:
+        with MachineLoad() as load:
+            table = evaluate(systems, examples_for(tasks), metric, threads, progress, on_row=keep)
+    except KeyboardInterrupt:
+        order = {name: place for place, name in enumerate(systems)}  # the table's order: system, then task
+        rows = sorted(finished, key=lambda row: (order[row["system"]], row["example"]))
+        report.stopped = f"after {len(rows)} of {len(systems) * len(tasks)} answers"
+        _fill(report, rows, tasks, load.summary(), out)
+        raise BenchStopped(report) from None
+    _fill(report, table.rows, tasks, load.summary(), out)
+    return report
+
+
+def _fill(report: BenchReport, rows: list[dict[str, Any]], tasks: list[Task], machine: dict[str, Any],
+          out: str | Path | None) -> None:
+    """``report`` given the evaluation's ``rows`` (with their steps) and the machine figures, written to ``out``."""
+    report.rows = [bench_row(row, tasks) for row in rows]
+    report.steps = {(row["system"], tasks[row["example"]].id): row.get("trajectory") or [] for row in rows}
+    report.machine = machine
     if out is not None:
         report.write(out)
-    return report
 
 
 def bench_row(row: dict[str, Any], tasks: list[Task]) -> dict[str, Any]:
@@ -96,5 +123,5 @@ def bench_row(row: dict[str, Any], tasks: list[Task]) -> dict[str, Any]:
             **{key: value for key, value in task.meta.items() if key not in ("concepts", "writes")}}
 
 
-__all__ = ["BENCH_BASELINES", "DEEP_AGENT", "BenchError", "BenchReport", "SuiteUnavailable", "UnknownSuite",
-           "check_arguments", "parse_where", "run_suite"]
+__all__ = ["BENCH_BASELINES", "DEEP_AGENT", "BenchError", "BenchReport", "BenchStopped", "SuiteUnavailable",
+           "UnknownSuite", "check_arguments", "parse_where", "run_suite"]

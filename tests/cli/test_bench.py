@@ -28,3 +28,17 @@ def test_bad_input_is_one_line_and_status_2(tmp_path, capsys, monkeypatch):
             assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.startswith("deepagent: error: ") and says in err, (argv, err)
+
+
+def test_an_interrupted_run_prints_the_table_of_what_it_did_and_exits_130(tmp_path, capsys, monkeypatch):
+    from deepagent_magics.tuning import bench
+    from tests.tuning.test_bench import interrupted_on
+
+    monkeypatch.setattr(bench, "systems_for", interrupted_on("group-1"))
+    (tmp_path / "steps.json").write_text(json.dumps({"steps": ["SUBMIT(result='no idea')"]}))
+    status = main(["bench", "sklearn", "--lm", f"scripted:{tmp_path / 'steps.json'}", "--where", "half=dev",
+                   "--limit", "2", "--baselines", "cot", "--threads", "1", "--out", str(tmp_path / "out"), "--quiet"])
+    out, err = capsys.readouterr()
+    assert status == 130 and out.startswith("## scikit-learn datasets (offline) (all): 1 tasks, ")
+    assert "(stopped after 2 of 4 answers)" in out and "| deep agent | 100.0% (1 scored) |" in out
+    assert err.startswith("deepagent bench: stopped after 2 of 4 answers; wrote ") and "Traceback" not in err

@@ -34,3 +34,17 @@ def test_the_offline_suite_runs_with_the_configured_agent_and_stores_the_table(i
     assert ip.user_ns["table"] is report and ip.user_ns["_deepagent_bench"] is report
     assert len(report.rows) == 1 and report.rows[0]["system"] == "deep agent"
     assert any(name.endswith(".md") for name in report.files) and (tmp_path / "bench").is_dir()
+
+
+def test_an_interrupted_run_stores_the_table_of_what_it_did(ip, tmp_path, monkeypatch, capsys):
+    """A kernel interrupt an hour in leaves the table of the answers done, not a lost hour."""
+    from deepagent_magics.tuning import bench
+    from tests.tuning.test_bench import interrupted_on
+
+    monkeypatch.setattr(bench, "systems_for", interrupted_on("group-1"))
+    ip.user_ns["lm"] = ScriptedLM([("Answer.", "SUBMIT(result='no idea')")])
+    report = ip.run_line_magic("deepagent_bench", f"sklearn --lm lm --where half=dev --limit 2 --baselines cot "
+                                                  f"--threads 1 --out table --save {tmp_path / 'bench'}")
+    assert report.stopped == "after 2 of 4 answers" and ip.user_ns["table"] is report
+    assert [row["task_id"] for row in report.rows] == ["agg-1", "agg-1"]
+    assert "deepagent_bench: stopped after 2 of 4 answers" in capsys.readouterr().out

@@ -1,5 +1,5 @@
-"""tuning/bench.py: the quality benchmark's arguments checked before anything runs, and a suite run to its table
-(the suites and front doors at length: tests/adversarial/test_bench_*.py)."""
+"""tuning/bench.py: a suite run to its table, kept as it goes and when it is stopped (its arguments:
+test_bench_arguments.py; the suites and front doors at length: tests/adversarial/test_bench_*.py)."""
 
 from __future__ import annotations
 
@@ -9,29 +9,12 @@ import os
 import pytest
 
 from deepagent_magics.testing import ScriptedLM
-from deepagent_magics.tuning.bench import BenchError, check_arguments, examples_for, parse_where, run_suite
-from deepagent_magics.tuning.suites import UnknownSuite, get_suite
+import dspy
 
-
-@pytest.mark.parametrize("kwargs, says", [({"limit": 0}, "--limit must be a whole number of tasks"),
-                                          ({"limit": True}, "--limit"), ({"threads": 2.5}, "--threads"),
-                                          ({"baselines": "cot,nope"}, "unknown baseline nope")])
-def test_bad_arguments_are_one_line(kwargs, says):
-    with pytest.raises(BenchError, match=says):
-        check_arguments("sklearn", **kwargs)
-    with pytest.raises(UnknownSuite):
-        check_arguments("nope")
-
-
-def test_baselines_are_read_from_a_list_or_commas_once_each():
-    suite, names = check_arguments("sklearn", baselines=["cot, react", "cot"])
-    assert suite.name == "sklearn" and names == ["cot", "react"]
-
-
-def test_where_is_key_equals_value():
-    assert parse_where(["level=hard", " dataset = trec "]) == {"level": "hard", "dataset": "trec"}
-    with pytest.raises(BenchError, match="write KEY=VALUE"):
-        parse_where(["level"])
+from deepagent_magics.tuning import bench
+from deepagent_magics.tuning.bench import BenchStopped, examples_for, run_suite
+from deepagent_magics.tuning.suites import get_suite
+from deepagent_magics.tuning.systems import Outcome
 
 
 def test_a_suites_tasks_become_examples_and_a_run_scores_them(tmp_path):
@@ -69,3 +52,31 @@ def test_four_systems_on_the_development_half_each_row_kept_as_it_is_done_with_t
     assert "SUBMIT({'result': '178'})" in kept["steps_taken"][0]["output"]
     machine = json.loads((tmp_path / "sklearn-all.json").read_text())["machine"]
     assert machine["wall_seconds"] >= 0 and machine["cpu_seconds"] > 0 and machine["cpus"] == os.cpu_count()
+
+
+def interrupted_on(task_id):
+    """Two systems that answer until the user's ^C comes while one works on ``task_id``."""
+    def system(name):
+        def answer(example):
+            if example.bench_task.id == task_id and name == "cot":
+                raise KeyboardInterrupt
+            return Outcome(dspy.Prediction(result="178"), 1, 10, ending="SUBMIT" if name == "deep agent" else None)
+        return answer
+    return lambda agent, names, lm=None: {name: system(name) for name in ("cot", "deep agent")}
+
+
+def test_an_interrupted_run_keeps_the_table_of_what_it_did_with_its_files_and_the_machine(tmp_path, monkeypatch):
+    """^C an hour into a benchmark: the answers done are a table (and its files, the machine figures), not a
+    traceback and a half-written log; the run says how far it got."""
+    monkeypatch.setattr(bench, "systems_for", interrupted_on("group-1"))
+    with pytest.raises(BenchStopped) as caught:
+        run_suite("sklearn", ScriptedLM([]), limit=3, baselines=["cot"], threads=1, out=tmp_path,
+                  where={"half": "dev"})
+    report = caught.value.report
+    assert isinstance(caught.value, KeyboardInterrupt) and report.stopped == "after 2 of 6 answers"
+    assert [(row["system"], row["task_id"], row["score"]) for row in report.rows] == [
+        ("cot", "agg-1", 1.0), ("deep agent", "agg-1", 1.0)]
+    written = json.loads((tmp_path / "sklearn-all.json").read_text())
+    assert written["stopped"] == "after 2 of 6 answers" and written["machine"]["wall_seconds"] >= 0
+    assert "(stopped after 2 of 6 answers)" in (tmp_path / "sklearn-all.md").read_text()
+    assert bench.BenchReport.read(tmp_path / "sklearn-all.json").stopped == "after 2 of 6 answers"
