@@ -8,7 +8,7 @@ The family mirrors Python's own (``BaseException`` over ``Exception`` and ``Keyb
     │       ├── InvalidValue      (also a ValueError)  the magics raise IPython's exact ``UsageError``
     │       └── InvalidType       (also a TypeError)   from it, the CLI exits 2, the run API answers 400
     └── DeepAgentSignal           not an error: unwinds agent code that ``except Exception`` must not stop
-                                  (a time limit, a cancelled sub-agent)
+                                  (a time limit, a cancelled sub-agent, a stopped benchmark)
 
 A module's own exception joins the family and keeps the builtin base its callers catch
 (``class NamespaceBusy(UserError, RuntimeError)``), so ``except RuntimeError`` still works.

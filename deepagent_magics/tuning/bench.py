@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 import dspy
 
 from ..core.model.lm import lm_label, resolve_lm
+from ..errors import DeepAgentSignal
 from .bench_arguments import BenchError, check_arguments, parse_where
 from .bench_report import BenchReport
 from .evaluate import evaluate
@@ -38,7 +39,7 @@ def examples_for(tasks: list[Task]) -> list[dspy.Example]:
             for task in tasks]
 
 
-class BenchStopped(KeyboardInterrupt):
+class BenchStopped(DeepAgentSignal, KeyboardInterrupt):
     """The benchmark was interrupted (^C, a kernel interrupt): ``report`` holds the answers done so far, written
     to ``out`` as a whole run's are, with the machine figures up to the stop."""
 

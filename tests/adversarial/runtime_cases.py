@@ -16,6 +16,7 @@ import http.server
 import os
 import socketserver
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -160,6 +161,14 @@ class Places:
                        for p in self.outside.rglob("*")
                        if not any(part.startswith(".") for part in p.relative_to(self.outside).parts))
         return files, self.server.connections
+
+    def changed_from(self, before: tuple, within: float = 10.0) -> tuple:
+        """The state once it differs from ``before``, or as it is after ``within`` seconds: the server counts a
+        connection when its own thread accepts it, which can come after the client's connect has returned."""
+        deadline = time.monotonic() + within
+        while (now := self.state()) == before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return now
 
     def close(self) -> None:
         self.server.shutdown()
