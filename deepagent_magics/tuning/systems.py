@@ -60,6 +60,22 @@ def set_up_example(example: Any, workspace: str) -> dict[str, Any]:
     return dict(prepare(Path(workspace)) or {}) if callable(prepare) else {}
 
 
+def files_in(workspace: str) -> dict[str, tuple[int, int]]:
+    """Each file under ``workspace`` (its path there) with its size and modification time."""
+    found = {}
+    for path in Path(workspace).rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            stat = path.stat()
+            found[str(path.relative_to(workspace))] = (stat.st_size, stat.st_mtime_ns)
+    return found
+
+
+def left_in(workspace: str, before: dict[str, tuple[int, int]]) -> list[str]:
+    """The files a system made or changed in ``workspace`` since ``before`` (`files_in`), however it wrote
+    them: a tool, or its code (``df.to_csv``), which a question that asks for a file counts (`sklearn_data`)."""
+    return sorted(name for name, seen in files_in(workspace).items() if before.get(name) != seen)
+
+
 def priced(usage: Any) -> float | None:
     """The cost the provider reported, or None when it priced none of the calls (a local model): unknown, not $0."""
     return None if usage.lm_calls and usage.unpriced_calls >= usage.lm_calls else usage.cost
@@ -135,9 +151,15 @@ class IsolatedAgent(dspy.Module):
         agent.ask = None  # no one answers approval questions in an evaluation: such a block is refused
 
     def run(self, task: str, context: str = "", example: Any = None) -> Run:
+        return self.run_leaving(task, context, example)[0]
+
+    def run_leaving(self, task: str, context: str = "", example: Any = None) -> tuple[Run, list[str]]:
+        """The run, and the files it made or changed in its workspace (`left_in`)."""
         with tempfile.TemporaryDirectory(prefix="deepagent-eval-") as workspace:
             namespace = set_up_example(example, workspace)
-            return self.agent.run(task, namespace=namespace, context=context or "", workspace=workspace, cwd=workspace)
+            before = files_in(workspace)
+            run = self.agent.run(task, namespace=namespace, context=context or "", workspace=workspace, cwd=workspace)
+            return run, left_in(workspace, before)
 
     def forward(self, task: str, context: str = "") -> dspy.Prediction:
         run = self.run(task, context)
@@ -153,8 +175,8 @@ class DeepAgentSystem:
     def __call__(self, example: dspy.Example) -> Outcome:
         # Tokens from DSPy's usage tracker, which is per thread: runs going on at once share the LM.
         with track_usage() as usage:
-            run = self.program.run(example.task, example.get("context") or "", example)
-        pred = dspy.Prediction(result=run.result, run=run)
+            run, left = self.program.run_leaving(example.task, example.get("context") or "", example)
+        pred = dspy.Prediction(result=run.result, run=run, files_left=left)
         return outcome(pred, len(run.steps), usage.get_total_tokens(), run.tree_usage(),
                        run.error if run.status == "failed" else None, ended_by(run))
 
@@ -188,12 +210,14 @@ class ReActSystem:
         run = Run(example.task, profile="react")
         with tempfile.TemporaryDirectory(prefix="deepagent-react-") as workspace:
             set_up_example(example, workspace)  # the files; ReAct has no namespace for the variables
+            before = files_in(workspace)
             token = activate(Session(run, Workspace(workspace), agent=self.agent))
             try:
                 with dspy.context(lm=self.lm, track_usage=True, caller_modules=[UsageSink(run)]):
                     pred = self.module(task=_task_text(example))
             finally:
                 deactivate(token)
+            pred["files_left"] = left_in(workspace, before)
         steps = sum(key.startswith("tool_name_") for key in (pred.get("trajectory") or {}))
         return outcome(pred, steps, _tracked(pred), run.usage, ending=react_ending(pred))
 
@@ -211,6 +235,7 @@ class RLMSystem:
         run = Run(example.task, profile="rlm")
         with tempfile.TemporaryDirectory(prefix="deepagent-rlm-") as workspace:
             namespace = set_up_example(example, workspace)
+            before = files_in(workspace)
             session = Session(run, Workspace(workspace), agent=self.agent, cwd=workspace)  # its steps run there
             module = dspy.RLM("task -> result", max_iters=self.agent.max_iters, max_llm_calls=self.agent.max_llm_calls,
                               interpreter_factory=self.agent.interpreter_factory(session, namespace))
@@ -220,6 +245,7 @@ class RLMSystem:
                     pred = module(task=_task_text(example))
             finally:
                 deactivate(token)
+            pred["files_left"] = left_in(workspace, before)
         return outcome(pred, len(pred.get("trajectory") or []), _tracked(pred), run.usage, ending=rlm_ending(pred))
 
 

@@ -168,6 +168,22 @@ def test_a_file_question_counts_only_with_the_file_written(tmp_path, offline):
     assert lost.rows[0]["score"] == 0.0 and kept.rows[0]["score"] == 1.0
 
 
+@pytest.mark.parametrize("system", ["deep agent", "rlm"])
+def test_a_file_the_code_wrote_counts_as_a_tools_does(tmp_path, offline, system):
+    """The bundled model wrote iris_means.csv with ``df.to_csv`` (its code, in its workspace) and answered 5.552,
+    right: it scored 0, because only files written through a tool counted; bare RLM's answer raised in the scorer
+    (its trajectory is a list). A file the code wrote counts; one written elsewhere, or a file only read, does not."""
+    by_code = {"mean of each measurement": FILE_ANSWER + "iris.groupby('target').mean().to_csv('iris_means.csv')\n"
+               "SUBMIT(result=f'{m:.3f}')"}
+    elsewhere = {"mean of each measurement": FILE_ANSWER + f"iris.to_csv({str(tmp_path / 'iris_means.csv')!r})\n"
+                 "open('iris.csv').read()\nSUBMIT(result=f'{m:.3f}')"}
+    for steps, score in ((by_code, 1.0), (elsewhere, 0.0)):
+        report = run_suite("sklearn", ScriptedLM(policy_for(steps)), cache_dir=tmp_path, where={"kind": "file"},
+                           limit=1, baselines=["rlm"] if system == "rlm" else [], threads=1)
+        [row] = [row for row in report.rows if row["system"] == system]
+        assert (row["answer"], row["score"]) == ("5.552", score), row
+
+
 def test_the_llm_query_question_is_answered_through_the_sub_lm(tmp_path, offline):
     language = {text: label for label, text in SENTENCES["comments"]}
     code = {"written in French": "labels = llm_query_batched([f'Which language (fr, en, de, es)? {c}' for c in comments])\n"

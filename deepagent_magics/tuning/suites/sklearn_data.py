@@ -165,13 +165,17 @@ def _digest(text: str) -> str:
 
 
 def files_written(prediction: Any) -> set[str]:
-    """The files a system wrote through its tools: the deep agent's whole run tree, ReAct's ``write_file`` calls."""
-    written: set[str] = set()
+    """The files a system wrote: those it left in its workspace, however it wrote them (``files_left``: a tool or
+    its code, ``df.to_csv``), the deep agent's whole run tree's through its tools, ReAct's ``write_file`` calls."""
+    written: set[str] = {Path(path).name for path in ((prediction.get("files_left") if hasattr(prediction, "get")
+                                                       else None) or [])}
     run = prediction.get("run") if hasattr(prediction, "get") else None
     if run is not None:
         for each in run.walk():
             written.update(Path(path).name for path in each.files_written)
     trajectory = (prediction.get("trajectory") if hasattr(prediction, "get") else None) or {}
+    if not isinstance(trajectory, dict):  # bare RLM's is a list of steps: no tool calls to read
+        return written
     for key, tool in trajectory.items():
         if key.startswith("tool_name_") and tool == "write_file":
             args = trajectory.get(key.replace("tool_name_", "tool_args_")) or {}
