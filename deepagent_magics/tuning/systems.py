@@ -64,9 +64,12 @@ def files_in(workspace: str) -> dict[str, tuple[int, int]]:
     """Each file under ``workspace`` (its path there) with its size and modification time."""
     found = {}
     for path in Path(workspace).rglob("*"):
-        if path.is_file() and not path.is_symlink():
-            stat = path.stat()
-            found[str(path.relative_to(workspace))] = (stat.st_size, stat.st_mtime_ns)
+        try:
+            if path.is_file() and not path.is_symlink():
+                stat = path.stat()
+                found[str(path.relative_to(workspace))] = (stat.st_size, stat.st_mtime_ns)
+        except OSError:  # gone since the walk saw it (a thread the run left writing), or not ours to read
+            continue
     return found
 
 
