@@ -54,7 +54,7 @@ def run_bench(args: argparse.Namespace) -> int:
     try:
         report = run_suite(args.suite, lm, limit=args.limit, baselines=args.baselines, threads=args.threads,
                            out=args.out, cache_dir=args.cache_dir, split=args.split, agent=agent, progress=progress,
-                           where=where)
+                           where=where, resume=args.resume)
     except BenchStopped as stopped:  # ^C: the table of what was done, and its files
         print(stopped.report.to_markdown(), end="")
         print(f"deepagent bench: stopped {stopped.report.stopped}; wrote {', '.join(stopped.report.files)}",

@@ -120,6 +120,8 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
     bench.add_argument("--baselines", default="", help="comma-separated, beside the deep agent: cot,react,rlm,deepagents")
     bench.add_argument("--threads", type=positive(int), default=4, help="tasks run at once (default 4)")
     bench.add_argument("--out", default="bench-results", help="directory for the Markdown, JSON and answers")
+    bench.add_argument("--resume", action="store_true",
+                       help="take the answers an earlier run kept in --out and run only the tasks it had not finished")
     bench.add_argument("--cache-dir", dest="cache_dir",
                        help="where suites are kept (default: DEEPAGENT_BENCH_CACHE or ~/.cache/deepagent-magics/bench)")
     bench.add_argument("--split", help="the suite's split (dabstep: dev or default; oolong: validation or test)")

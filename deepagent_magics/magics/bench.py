@@ -37,6 +37,8 @@ class BenchMagics(AgentMagicsBase):
     @argument("--baselines", default="", help="comma-separated, beside the deep agent: " + ",".join(BENCH_BASELINES))
     @argument("--threads", type=int, default=4, help="tasks run at once")
     @argument("--save", dest="folder", help="directory to write the Markdown, JSON and answers to")
+    @argument("--resume", action="store_true",
+              help="take the answers an earlier run kept in --save and run only the tasks it had not finished")
     @argument("--cache-dir", dest="cache_dir", help="where suites are kept (default: DEEPAGENT_BENCH_CACHE "
                                                     "or ~/.cache/deepagent-magics/bench)")
     @argument("--split", help="the suite's split (dabstep: dev or default; oolong: validation or test)")
@@ -54,6 +56,8 @@ class BenchMagics(AgentMagicsBase):
         try:  # checked before DSPy is imported
             check_arguments(args.suite, args.limit, args.baselines, args.threads)
             where = parse_where(args.where)
+            if args.resume and not args.folder:
+                raise BenchError("--resume takes the answers an earlier run kept in --save: name the folder")
         except (UnknownSuite, BenchError) as exc:
             raise UsageError(str(exc)) from None
         from ..tuning.bench import BenchStopped, run_suite
@@ -64,7 +68,8 @@ class BenchMagics(AgentMagicsBase):
         try:
             report = run_suite(args.suite, agent.lm, limit=args.limit, baselines=args.baselines,
                                threads=args.threads, out=args.folder, cache_dir=args.cache_dir, split=args.split,
-                               agent=agent, progress=progress_for(self.shell, "deepagent_bench"), where=where)
+                               agent=agent, progress=progress_for(self.shell, "deepagent_bench"), where=where,
+                               resume=args.resume)
         except BenchStopped as stopped:  # interrupted: the table of what was done, kept like a whole run's
             report = stopped.report
             print(f"deepagent_bench: stopped {report.stopped}")

@@ -22,6 +22,7 @@ from ..core.model.lm import lm_label, resolve_lm
 from ..errors import DeepAgentSignal
 from .bench_arguments import BenchError, check_arguments, parse_where
 from .bench_report import BenchReport
+from .bench_resume import earlier_answers
 from .evaluate import evaluate
 from .examples import Metric
 from .choices import BENCH_BASELINES, DEEPAGENTS
@@ -51,14 +52,18 @@ class BenchStopped(DeepAgentSignal, KeyboardInterrupt):
 def run_suite(suite: str, lm: Any = None, *, limit: int | None = None, baselines: Iterable[str] = (),
               threads: int = 4, out: str | Path | None = None, cache_dir: str | Path | None = None,
               split: str | None = None, agent: "DeepAgent | None" = None, progress: Any = None,
-              langchain_model: Any = None, where: dict[str, str] | None = None) -> BenchReport:
+              langchain_model: Any = None, where: dict[str, str] | None = None, resume: bool = False) -> BenchReport:
     """Run ``suite`` (dabstep, dabench, oolong, sklearn) with the deep agent and ``baselines``; the table, written to ``out``.
 
     ``langchain_model``: the chat model of the ``deepagents`` baseline (default: ``lm``'s id through LangChain).
     ``where``: only the tasks whose details match, e.g. ``{"level": "hard"}`` or ``{"dataset": "trec_coarse"}``.
-    Interrupted, it raises `BenchStopped` (a ``KeyboardInterrupt``) carrying the report of what was done.
+    ``resume``: take the answers an earlier run kept in ``out`` and run only the questions it had not finished
+    (`bench_resume`). Interrupted, it raises `BenchStopped` (a ``KeyboardInterrupt``) carrying the report of what
+    was done.
     """
     found, names = check_arguments(suite, limit, baselines, threads)
+    if resume and out is None:
+        raise BenchError("--resume takes the answers kept in --out: name the folder")
     tasks = found.load(cache_dir, split, limit, where)
     if agent is None:
         from ..core.loop.agent import DeepAgent
@@ -78,6 +83,11 @@ def run_suite(suite: str, lm: Any = None, *, limit: int | None = None, baselines
     report = BenchReport(found.name, found.title, split or found.default_split, lm_label(model), found.metric,
                          list(systems), [])
     done = report.done_file(out) if out is not None else None
+    earlier = earlier_answers(done, [task.id for task in tasks], systems, report.lm) if resume else []
+    if resume:
+        taken = {row["task_id"] for row in earlier}
+        report.resumed = f"{len(taken)} of {len(tasks)} tasks from the earlier run in {out}"
+        tasks = [task for task in tasks if task.id not in taken]
 
     finished: list[dict[str, Any]] = []
 
@@ -85,30 +95,35 @@ def run_suite(suite: str, lm: Any = None, *, limit: int | None = None, baselines
         finished.append(row)
         if done is not None:
             with open(done, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps({**bench_row(row, tasks), "steps_taken": row.get("trajectory") or []},
-                                        default=str) + "\n")
+                handle.write(json.dumps({**bench_row(row, tasks), "lm": report.lm,
+                                         "steps_taken": row.get("trajectory") or []}, default=str) + "\n")
 
-    if done is not None:
+    if done is not None:  # a new run starts it empty; a resumed one with the answers it took
         done.parent.mkdir(parents=True, exist_ok=True)
-        done.write_text("", encoding="utf-8")
+        done.write_text("".join(json.dumps(row, default=str) + "\n" for row in earlier), encoding="utf-8")
     try:
         with MachineLoad() as load:
             table = evaluate(systems, examples_for(tasks), metric, threads, progress, on_row=keep)
     except KeyboardInterrupt:
         order = {name: place for place, name in enumerate(systems)}  # the table's order: system, then task
         rows = sorted(finished, key=lambda row: (order[row["system"]], row["example"]))
-        report.stopped = f"after {len(rows)} of {len(systems) * len(tasks)} answers"
-        _fill(report, rows, tasks, load.summary(), out)
+        answers = len(earlier) + len(systems) * len(tasks)
+        report.stopped = f"after {len(earlier) + len(rows)} of {answers} answers"
+        _fill(report, earlier, rows, tasks, load.summary(), out)
         raise BenchStopped(report) from None
-    _fill(report, table.rows, tasks, load.summary(), out)
+    _fill(report, earlier, table.rows, tasks, load.summary(), out)
     return report
 
 
-def _fill(report: BenchReport, rows: list[dict[str, Any]], tasks: list[Task], machine: dict[str, Any],
-          out: str | Path | None) -> None:
-    """``report`` given the evaluation's ``rows`` (with their steps) and the machine figures, written to ``out``."""
-    report.rows = [bench_row(row, tasks) for row in rows]
-    report.steps = {(row["system"], tasks[row["example"]].id): row.get("trajectory") or [] for row in rows}
+def _fill(report: BenchReport, earlier: list[dict[str, Any]], rows: list[dict[str, Any]], tasks: list[Task],
+          machine: dict[str, Any], out: str | Path | None) -> None:
+    """``report`` given the answers taken from an earlier run, the evaluation's ``rows`` (with their steps) and
+    the machine figures, written to ``out``."""
+    taken = [{key: value for key, value in row.items() if key not in ("steps_taken", "lm")} for row in earlier]
+    order = {name: place for place, name in enumerate(report.systems)}
+    report.rows = sorted(taken, key=lambda row: order[row["system"]]) + [bench_row(row, tasks) for row in rows]
+    report.steps = {(row["system"], row["task_id"]): row.get("steps_taken") or [] for row in earlier}
+    report.steps.update({(row["system"], tasks[row["example"]].id): row.get("trajectory") or [] for row in rows})
     report.machine = machine
     if out is not None:
         report.write(out)

@@ -31,13 +31,15 @@ class BenchReport:
     steps: dict[tuple[str, str], list[dict[str, str]]] = field(default_factory=dict)  # (system, task_id): its steps
     machine: dict[str, Any] = field(default_factory=dict)  # wall and CPU seconds, the load seen (`machine_load`)
     stopped: str | None = None  # a run interrupted before its end: how far it got ("after 30 of 84 answers")
+    resumed: str | None = None  # a run that took an earlier run's answers: how many ("9 of 42 tasks from ...")
 
     @classmethod
     def read(cls, path: str | Path) -> "BenchReport":
         """A report from the JSON file `write` made (its steps stay in the steps files)."""
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         return cls(data["suite"], data["title"], data["split"], data["lm"], data["metric"], list(data["summary"]),
-                   data["rows"], started=data["started"], machine=data.get("machine") or {}, stopped=data.get("stopped"))
+                   data["rows"], started=data["started"], machine=data.get("machine") or {}, stopped=data.get("stopped"),
+                   resumed=data.get("resumed"))
 
     @classmethod
     def read_done(cls, path: str | Path) -> "BenchReport":
@@ -64,12 +66,14 @@ class BenchReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"suite": self.suite, "title": self.title, "split": self.split, "lm": self.lm, "metric": self.metric,
-                "started": self.started, "machine": self.machine, "stopped": self.stopped, "summary": self.summary(),
+                "started": self.started, "machine": self.machine, "stopped": self.stopped, "resumed": self.resumed,
+                "summary": self.summary(),
                 "rows": self.rows}
 
     def to_markdown(self) -> str:
         tasks = len({row["task_id"] for row in self.rows})
         stopped = f" (stopped {self.stopped})" if self.stopped else ""
+        stopped += f" (resumed: {self.resumed})" if self.resumed else ""
         lines = [f"## {self.title} ({self.split}): {tasks} tasks, {self.lm}{stopped}", "",
                  f"| system | {self.metric} | steps / task | tokens / task | cost | cost / task | s / task | failures |",
                  "|---|---:|---:|---:|---:|---:|---:|---:|"]
