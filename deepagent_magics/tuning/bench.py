@@ -22,7 +22,7 @@ from ..core.model.lm import lm_label, resolve_lm
 from ..errors import DeepAgentSignal
 from .bench_arguments import BenchError, check_arguments, parse_where
 from .bench_report import BenchReport
-from .bench_resume import earlier_answers
+from .bench_resume import earlier_answers, start_again
 from .evaluate import evaluate
 from .examples import Metric
 from .choices import BENCH_BASELINES, DEEPAGENTS
@@ -100,7 +100,10 @@ def run_suite(suite: str, lm: Any = None, *, limit: int | None = None, baselines
 
     if done is not None:  # a new run starts it empty; a resumed one with the answers it took
         done.parent.mkdir(parents=True, exist_ok=True)
-        done.write_text("".join(json.dumps(row, default=str) + "\n" for row in earlier), encoding="utf-8")
+        if resume:
+            start_again(done, earlier)
+        else:
+            done.write_text("", encoding="utf-8")
     try:
         with MachineLoad() as load:
             table = evaluate(systems, examples_for(tasks), metric, threads, progress, on_row=keep)

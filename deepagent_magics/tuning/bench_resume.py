@@ -7,11 +7,14 @@ taken as they are, and only the others are run; the table is the whole. A questi
 not answered is run again for every system, so that all are compared on the same runs of the
 model. What cannot be trusted is not taken: a line cut off by a kill is skipped, an answer of
 another question or system is left out, and answers by another model stop the run with one line.
+The done file then starts again with what was taken; when it held more (a resume with a smaller
+``--limit``, another ``--where``), the old one is kept beside it, so nothing measured is lost.
 """
 
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -36,6 +39,18 @@ def earlier_answers(done: Path, task_ids: Iterable[str], systems: Iterable[str],
         rows.setdefault((row["system"], row["task_id"]), row)
     complete = {task for (_, task) in rows if all((system, task) in rows for system in systems)}
     return [row for (_, task), row in rows.items() if task in complete]
+
+
+def start_again(done: Path, taken: list[dict[str, Any]]) -> Path | None:
+    """``done`` holding the ``taken`` rows only; the old file, when it held more, kept beside it (its path)."""
+    text = "".join(json.dumps(row, default=str) + "\n" for row in taken)
+    kept = None
+    if len([line for line in _lines(done) if line.strip()]) > len(taken):
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+        kept = done.with_name(f"{done.name}.before-resume-{stamp}")
+        done.replace(kept)
+    done.write_text(text, encoding="utf-8")
+    return kept
 
 
 def _lines(done: Path) -> list[str]:

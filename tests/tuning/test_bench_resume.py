@@ -120,3 +120,19 @@ def test_resume_without_a_folder_or_without_an_earlier_run(tmp_path, monkeypatch
     report = run(tmp_path / "new", resume=True)  # nothing to take: the whole run, as without --resume
     assert len(asked) == 6 and report.resumed == f"0 of 3 tasks from the earlier run in {tmp_path / 'new'}"
     assert earlier_answers(tmp_path / "none.jsonl", ["agg-1"], ["cot"], "m") == []
+
+
+def test_a_resume_over_fewer_questions_keeps_the_old_done_file_beside_the_new_one(tmp_path, monkeypatch):
+    """Resumed with a smaller --limit, the run takes one question of three: the other two measured answers are
+    not thrown away with the done file it starts again."""
+    asked = []
+    monkeypatch.setattr(bench, "systems_for", systems(asked))
+    run(tmp_path)
+    before = (tmp_path / "sklearn-all.done.jsonl").read_text()
+    report = run_suite("sklearn", ScriptedLM([]), limit=1, baselines=["cot"], threads=1, out=tmp_path,
+                       where={"half": "dev"}, resume=True)
+    assert len(report.rows) == 2 and len(done_rows(tmp_path)) == 2
+    [kept] = tmp_path.glob("sklearn-all.done.jsonl.before-resume-*")
+    assert kept.read_text() == before
+    run(tmp_path, resume=True)  # nothing beyond what it took: no copy kept
+    assert len(list(tmp_path.glob("sklearn-all.done.jsonl.before-resume-*"))) == 1
