@@ -5,7 +5,10 @@ right on the main thread and wrong when several agents run at once (an evaluatio
 running examples in threads). Here ``sys.stdout``/``sys.stderr`` are wrapped once
 by a router that sends each write to the buffer of the capture active in the
 writing thread. A thread the agent's code started itself has no capture of its
-own; its writes go to the most recent capture, else to the real stream.
+own; its writes go to the most recent capture, else to the real stream. The main
+thread is never such a helper: while agents run in worker threads (a benchmark,
+an evaluation), what the host prints there (its progress, the table of a run
+stopped by ^C) goes to the real stream, not into an agent's step.
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ def _target() -> io.StringIO | None:
     buffer = getattr(_local, "buffer", None)
     if buffer is not None:
         return buffer
+    if threading.current_thread() is threading.main_thread():  # the host's, not a helper of agent code
+        return None
     with _lock:
         return _active[-1] if _active else None
 

@@ -37,6 +37,32 @@ def test_a_thread_the_agent_started_writes_into_the_newest_capture():
     assert buffer.getvalue() == "from a helper\n"
 
 
+def test_what_the_main_thread_prints_while_an_agent_runs_in_a_worker_goes_to_the_real_stream(capsys):
+    """A benchmark's agents run in worker threads; the host's main thread prints its progress and, on ^C, the
+    table: none of it may land in the output of the step that happens to be running (the model would read it,
+    and the user would never see the table)."""
+    inside, leave = threading.Event(), threading.Event()
+    outputs = []
+
+    def agent():
+        with capture_streams() as buffer:
+            print("the agent's own")
+            inside.set()
+            leave.wait(10)
+        outputs.append(buffer.getvalue())
+
+    worker = threading.Thread(target=agent)
+    worker.start()
+    assert inside.wait(10)
+    print("the host's table")
+    print("the host's progress", file=sys.stderr)
+    leave.set()
+    worker.join(10)
+    assert outputs == ["the agent's own\n"]
+    seen = capsys.readouterr()
+    assert "the host's table" in seen.out and "the host's progress" in seen.err
+
+
 def test_a_huge_output_keeps_its_head_and_tail_and_counts_the_rest():
     buffer = BoundedBuffer(kept=10)
     for i in range(1000):
