@@ -17,6 +17,7 @@ from deepagent_magics.tuning.bench_report import BenchReport
     ("sklearn --lm lm --out print", "would hide Python's builtin print"),
     ("sklearn --lm lm --where =x", "KEY=VALUE"),
     ("sklearn --lm lm --profile nope", "unknown profile 'nope'"),
+    ("sklearn --lm lm --resume", "--resume takes the answers an earlier run kept in --save"),
 ])
 def test_a_mistake_is_one_usage_error_line_before_anything_runs(ip, line, says):
     ip.user_ns["lm"] = ScriptedLM([("x", "SUBMIT(result='1')")])
@@ -34,6 +35,9 @@ def test_the_offline_suite_runs_with_the_configured_agent_and_stores_the_table(i
     assert ip.user_ns["table"] is report and ip.user_ns["_deepagent_bench"] is report
     assert len(report.rows) == 1 and report.rows[0]["system"] == "deep agent"
     assert any(name.endswith(".md") for name in report.files) and (tmp_path / "bench").is_dir()
+    again = ip.run_line_magic("deepagent_bench", f"sklearn --lm lm --limit 1 --threads 1 --save {tmp_path / 'bench'} "
+                                                 f"--resume")
+    assert again.resumed.startswith("1 of 1 tasks") and again.rows == report.rows  # nothing asked again
 
 
 def test_an_interrupted_run_stores_the_table_of_what_it_did(ip, tmp_path, monkeypatch, capsys):
